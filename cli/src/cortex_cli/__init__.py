@@ -1,0 +1,1 @@
+"""The `cortex` command line."""

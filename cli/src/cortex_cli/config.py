@@ -1,0 +1,60 @@
+"""Where the CLI finds Cortex: environment first, else what `cortex run` wrote into its data directory."""
+
+import os
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+
+RUNTIME_FILE = "runtime.env"
+SECRET_FILE = "secret"  # noqa: S105 — a file name, not a secret
+
+
+def data_dir() -> Path:
+    return Path(os.environ.get("CORTEX_DATA_DIR", ".cortex"))
+
+
+def read_runtime(directory: Path) -> dict[str, str]:
+    path = directory / RUNTIME_FILE
+    if not path.exists():
+        return {}
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line)
+    return {key.strip(): value.strip() for key, value in pairs}
+
+
+def write_runtime(directory: Path, values: dict[str, str]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / RUNTIME_FILE).write_text("".join(f"{key}={value}\n" for key, value in values.items()))
+
+
+def ensure_secret(directory: Path) -> str:
+    """CORTEX_SECRET, else the one stored in the data directory (created on first use, mode 0600)."""
+    if os.environ.get("CORTEX_SECRET"):
+        return os.environ["CORTEX_SECRET"]
+    path = directory / SECRET_FILE
+    if not path.exists():
+        directory.mkdir(parents=True, exist_ok=True)
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(48))
+    return path.read_text().strip()
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    database_url: str
+    nats_url: str
+
+
+class NotRunning(RuntimeError):
+    pass
+
+
+def endpoints() -> Endpoints:
+    runtime = read_runtime(data_dir())
+    database_url = os.environ.get("DATABASE_URL") or runtime.get("DATABASE_URL")
+    nats_url = os.environ.get("NATS_URL") or runtime.get("NATS_URL")
+    if not database_url or not nats_url:
+        raise NotRunning(
+            f"Cortex does not seem to be running: set DATABASE_URL and NATS_URL, or start `make run` "
+            f"(it writes {data_dir() / RUNTIME_FILE})."
+        )
+    return Endpoints(database_url, nats_url)

@@ -1,0 +1,53 @@
+"""Organizations and memberships, as the CLI creates them for standalone use."""
+
+import uuid
+
+from sqlalchemy import select
+from sqlalchemy.dialects.postgresql import insert
+
+from cortex_store.database import make_engine, make_sessionmaker
+from cortex_store.models import MemberRole, Organization, OrgMember
+
+
+class UnknownOrganization(LookupError):
+    pass
+
+
+async def ensure_membership(database_url: str, slug: str, user_id: str, role: MemberRole, *, create: bool) -> uuid.UUID:
+    """The organization's id; with `create`, make the organization and membership (or update the role)."""
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        async with make_sessionmaker(engine)() as session, session.begin():
+            if create:
+                await session.execute(
+                    insert(Organization).values(id=uuid.uuid4(), slug=slug, name=slug).on_conflict_do_nothing()
+                )
+            org_id = await session.scalar(select(Organization.id).where(Organization.slug == slug))
+            if org_id is None:
+                raise UnknownOrganization(f"no organization {slug!r} (use --create)")
+            if create:
+                statement = insert(OrgMember).values(organization_id=org_id, user_id=user_id, role=role)
+                await session.execute(
+                    statement.on_conflict_do_update(index_elements=["organization_id", "user_id"], set_={"role": role})
+                )
+            else:
+                member = await session.scalar(
+                    select(OrgMember.role).where(OrgMember.organization_id == org_id, OrgMember.user_id == user_id)
+                )
+                if member is None:
+                    raise UnknownOrganization(f"{user_id!r} is not a member of {slug!r} (use --create)")
+            return org_id
+    finally:
+        await engine.dispose()
+
+
+async def organization_id(database_url: str, slug: str) -> uuid.UUID:
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        async with make_sessionmaker(engine)() as session:
+            org_id = await session.scalar(select(Organization.id).where(Organization.slug == slug))
+    finally:
+        await engine.dispose()
+    if org_id is None:
+        raise UnknownOrganization(f"no organization {slug!r} (create it with `cortex token --create`)")
+    return org_id

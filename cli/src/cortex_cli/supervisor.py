@@ -1,0 +1,295 @@
+"""``cortex run``: PostgreSQL, NATS, migrations and every service, in the foreground.
+
+Without ``database_url`` / ``nats_url`` the embedded servers start with their data under
+``data_dir``. Each service runs as ``python -m cortex_<service>`` in its own process group, its
+output printed line by line behind its name. SIGINT, SIGTERM or SIGHUP stop everything (exit
+code 0); a service that exits on its own stops everything too (exit code 1).
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType, TracebackType
+from typing import IO, Any, Self, TextIO
+
+from cortex_embedded_servers import EmbeddedNats, EmbeddedPostgres, free_port, port_is_free
+
+DEFAULT_SERVICES = ("gateway", "indexer", "aggregator")
+NATS_HOST = "127.0.0.1"
+NATS_PORT = 4222
+STOP_TIMEOUT_SECONDS = 10.0
+
+_SELF = "cortex"
+_COLORS = ("36", "33", "35", "32", "34", "31", "96", "93", "95", "92", "94", "91")
+_STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+_Handler = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+_URL_PASSWORD = re.compile(r"(?<=://)([^:/@]*):[^@/]*@")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunSettings:
+    """What ``cortex run`` starts, and where."""
+
+    migrate: Callable[[str], None]
+    """Applies the database migrations, given the database URL."""
+    data_dir: Path = Path(".cortex")
+    """Where the embedded servers keep their data (``pg/``, ``nats/``)."""
+    database_url: str | None = None
+    """An existing PostgreSQL to use; None starts the embedded one."""
+    nats_url: str | None = None
+    """An existing NATS with JetStream to use; None starts the embedded one."""
+    services: tuple[str, ...] = DEFAULT_SERVICES
+    """Each runs as ``python -m cortex_<name>``."""
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+    """Added to the services' environment (``DATABASE_URL`` and ``NATS_URL`` win over it)."""
+
+
+class _Console:
+    """Prints lines behind a padded (and, on a terminal, coloured) name; safe from any thread."""
+
+    def __init__(self, names: Sequence[str], stream: TextIO) -> None:
+        width = max(map(len, names))
+        color = stream.isatty() and "NO_COLOR" not in os.environ
+        self._prefixes: dict[str, str] = {}
+        for index, name in enumerate(names):
+            prefix = f"{name:<{width}} | "
+            code = "1" if name == _SELF else _COLORS[index % len(_COLORS)]
+            self._prefixes[name] = f"\x1b[{code}m{prefix}\x1b[0m" if color else prefix
+        self._stream = stream
+        self._lock = threading.Lock()
+
+    def line(self, name: str, text: str) -> None:
+        with self._lock:
+            try:
+                self._stream.write(f"{self._prefixes[name]}{text}\n")
+                self._stream.flush()
+            except (OSError, ValueError):
+                pass  # stdout went away (closed pipe); keep draining the services' output
+
+
+class _StopSignals:
+    """While installed, SIGINT/SIGTERM/SIGHUP request a stop (``requested`` is set).
+
+    Only inside ``interruptible()`` do they also raise KeyboardInterrupt, to cut a long step
+    short (the migrations). Elsewhere the request waits for the current step to end: a server
+    start is never torn in half, and shutdown runs to its end.
+    """
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.received: signal.Signals | None = None
+        self._interrupting = False
+        self._previous: dict[int, _Handler] = {}
+
+    def __enter__(self) -> Self:
+        for signum in _STOP_SIGNALS:
+            self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        for signum, handler in self._previous.items():
+            # None: a handler installed outside Python, which cannot be put back from here.
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+
+    def check(self) -> None:
+        """Raise KeyboardInterrupt if a stop was requested."""
+        if self.requested.is_set():
+            raise KeyboardInterrupt
+
+    @contextmanager
+    def interruptible(self) -> Iterator[None]:
+        self.check()
+        self._interrupting = True
+        try:
+            yield
+        finally:
+            self._interrupting = False
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        self.received = signal.Signals(signum)
+        self.requested.set()
+        if self._interrupting:
+            self._interrupting = False
+            raise KeyboardInterrupt
+
+
+@dataclass
+class _Service:
+    name: str
+    process: subprocess.Popen[bytes]
+    pump: threading.Thread
+
+
+def _pump(name: str, stream: IO[bytes], console: _Console) -> None:
+    with stream:
+        for raw in iter(stream.readline, b""):
+            console.line(name, raw.decode("utf-8", "replace").rstrip("\r\n"))
+
+
+def _spawn(name: str, env: Mapping[str, str], console: _Console) -> _Service:
+    process = subprocess.Popen(  # noqa: S603 - our interpreter, a fixed module name
+        [sys.executable, "-m", f"cortex_{name}"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=dict(env),
+        # Own process group: a terminal Ctrl-C reaches this supervisor only, which then stops
+        # the services in order, and a service's own subprocesses are signalled with it.
+        start_new_session=True,
+    )
+    assert process.stdout is not None
+    pump = threading.Thread(target=_pump, args=(name, process.stdout, console), name=f"output-{name}", daemon=True)
+    pump.start()
+    return _Service(name, process, pump)
+
+
+def _signal_group(service: _Service, signum: int) -> None:
+    """Signal the service's whole process group (it leads one), or just it where there are none."""
+    try:
+        if os.name == "posix":
+            os.killpg(service.process.pid, signum)
+        elif service.process.poll() is None:
+            service.process.terminate()
+    except ProcessLookupError:
+        pass  # already gone
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        return f"killed by {signal.Signals(-code).name}"
+    return f"exit code {code}"
+
+
+def _hide_password(url: str) -> str:
+    return _URL_PASSWORD.sub(r"\1:***@", url)
+
+
+def _start_database(settings: RunSettings, started: list[EmbeddedPostgres | EmbeddedNats], console: _Console) -> str:
+    if settings.database_url is not None:
+        return settings.database_url
+    postgres = EmbeddedPostgres(settings.data_dir / "pg")
+    console.line(_SELF, f"starting PostgreSQL (data in {postgres.data_dir})")
+    started.append(postgres)
+    return postgres.start()
+
+
+def _start_nats(settings: RunSettings, started: list[EmbeddedPostgres | EmbeddedNats], console: _Console) -> str:
+    if settings.nats_url is not None:
+        return settings.nats_url
+    nats = EmbeddedNats(settings.data_dir / "nats", port=NATS_PORT, host=NATS_HOST)
+    nats.stop_leftover()  # a server a killed run left behind would hold the port
+    if not port_is_free(NATS_HOST, NATS_PORT):
+        nats.port = free_port(NATS_HOST)
+        console.line(_SELF, f"port {NATS_PORT} is busy; embedded NATS listens on {nats.port}")
+    console.line(_SELF, f"starting NATS with JetStream (data in {nats.data_dir})")
+    started.append(nats)
+    return nats.start()
+
+
+def _origin(given_url: str | None, data_dir: Path) -> str:
+    return "given" if given_url is not None else f"embedded, data in {data_dir.resolve()}"
+
+
+def _announce(settings: RunSettings, database_url: str, nats_url: str, console: _Console) -> None:
+    database = _origin(settings.database_url, settings.data_dir / "pg")
+    nats = _origin(settings.nats_url, settings.data_dir / "nats")
+    console.line(_SELF, f"Cortex is running {', '.join(settings.services)}; Ctrl-C stops it all")
+    console.line(_SELF, f"  DATABASE_URL={_hide_password(database_url)}  ({database})")
+    console.line(_SELF, f"  NATS_URL={_hide_password(nats_url)}  ({nats})")
+
+
+def _supervise(services: list[_Service], signals: _StopSignals, console: _Console) -> int:
+    """Wait for a stop signal (0) or for a service to exit on its own (1)."""
+    while not signals.requested.wait(0.2):
+        for service in services:
+            code = service.process.poll()
+            if code is not None:
+                service.pump.join(timeout=2)  # its last words (a traceback) first
+                reason = _describe_exit(code)
+                console.line(_SELF, f"{service.name} stopped unexpectedly ({reason}); stopping all")
+                return 1
+    name = signals.received.name if signals.received is not None else "a signal"
+    console.line(_SELF, f"received {name}; stopping everything")
+    return 0
+
+
+def _stop_services(services: list[_Service], console: _Console) -> None:
+    """SIGTERM every service, wait up to STOP_TIMEOUT_SECONDS, SIGKILL what is left."""
+    running = [service for service in services if service.process.poll() is None]
+    for service in running:
+        _signal_group(service, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_SECONDS
+    for service in running:
+        try:
+            service.process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            console.line(_SELF, f"{service.name} ignored SIGTERM for {STOP_TIMEOUT_SECONDS:g} s")
+    for service in services:
+        if os.name == "posix":
+            _signal_group(service, signal.SIGKILL)  # the service, or what it left behind
+        else:
+            service.process.kill()
+        code = service.process.wait()
+        service.pump.join(timeout=2)
+        if service in running:
+            console.line(_SELF, f"{service.name} stopped ({_describe_exit(code)})")
+
+
+def _stop_servers(started: list[EmbeddedPostgres | EmbeddedNats], console: _Console) -> None:
+    for server in reversed(started):
+        kind = "PostgreSQL" if isinstance(server, EmbeddedPostgres) else "NATS"
+        try:
+            server.stop()
+        except Exception as err:  # noqa: BLE001 - report and go on stopping the others
+            console.line(_SELF, f"could not stop {kind}: {err}")
+        else:
+            console.line(_SELF, f"{kind} stopped")
+
+
+def run_all(settings: RunSettings) -> int:
+    """Run Cortex in the foreground until a stop signal (returns 0) or a service dies (1).
+
+    Servers started here are stopped before returning, also when start-up fails (the error
+    then propagates: a server that cannot start, a failed migration).
+    """
+    console = _Console([_SELF, *settings.services], sys.stdout)
+    started: list[EmbeddedPostgres | EmbeddedNats] = []
+    services: list[_Service] = []
+    with _StopSignals() as signals:
+        try:
+            database_url = _start_database(settings, started, console)
+            signals.check()
+            nats_url = _start_nats(settings, started, console)
+            console.line(_SELF, "applying database migrations")
+            with signals.interruptible():
+                settings.migrate(database_url)
+            env = {**os.environ, **settings.extra_env}
+            env |= {"DATABASE_URL": database_url, "NATS_URL": nats_url}
+            env.setdefault("PYTHONUNBUFFERED", "1")  # lines as they are printed, not per 8 KiB
+            _announce(settings, database_url, nats_url, console)
+            for name in settings.services:
+                if signals.requested.is_set():
+                    break
+                services.append(_spawn(name, env, console))
+            code = _supervise(services, signals, console)
+        except KeyboardInterrupt:
+            name = signals.received.name if signals.received is not None else "SIGINT"
+            console.line(_SELF, f"received {name} while starting; stopping")
+            code = 0
+        finally:
+            _stop_services(services, console)
+            _stop_servers(started, console)
+    return code

@@ -1,0 +1,19 @@
+"""Base model for camelCase JSON on the wire."""
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+
+class WireModel(BaseModel):
+    """Strict, camelCase-on-the-wire model; Python code uses snake_case names."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        alias_generator=to_camel,
+        populate_by_name=True,
+        frozen=True,
+    )
+
+    def to_wire(self) -> bytes:
+        """Serialise with wire (camelCase) names, omitting unset optionals."""
+        return self.model_dump_json(by_alias=True, exclude_none=True).encode()

@@ -1,0 +1,66 @@
+"""Knowledge-base document events: upserted, deleted, and the indexer's `indexed`."""
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated
+from uuid import UUID
+
+from pydantic import Field, StringConstraints, model_validator
+
+from cortex_contracts.base import WireModel
+
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=64, strip_whitespace=True)]
+MAX_BODY_CHARS = 1024 * 1024
+
+TYPE_DOCUMENT_UPSERTED = "kb.document.upserted"
+TYPE_DOCUMENT_DELETED = "kb.document.deleted"
+TYPE_DOCUMENT_INDEXED = "cortex.document.indexed"
+
+
+class DocumentStatus(StrEnum):
+    DRAFT = "draft"
+    PUBLISHED = "published"
+    ARCHIVED = "archived"
+
+
+class ObjectRef(WireModel):
+    """A body stored in the NATS Object Store instead of inline."""
+
+    bucket: str = Field(min_length=1, max_length=100, description="Object Store bucket name.")
+    name: str = Field(min_length=1, max_length=500, description="Object name within the bucket.")
+
+
+class DocumentUpserted(WireModel):
+    document_id: UUID = Field(description="Stable id of the document, chosen by the producer.")
+    organization_id: UUID = Field(description="Owning organization; must match the envelope's orgid.")
+    work_id: UUID | None = Field(default=None, description="Work the document belongs to; absent = org-scoped.")
+    title: str = Field(min_length=1, max_length=300, description="Document title.")
+    doc_class: str | None = Field(default=None, max_length=64, description="Document class, e.g. `spec`.")
+    status: DocumentStatus = Field(default=DocumentStatus.PUBLISHED, description="Lifecycle status.")
+    tags: list[Tag] = Field(default_factory=list, max_length=32, description="Free-form tags.")
+    body: str | None = Field(default=None, max_length=MAX_BODY_CHARS, description="Markdown or plain text.")
+    body_ref: ObjectRef | None = Field(default=None, description="Body in the Object Store instead of inline.")
+    source: str = Field(default="kb", min_length=1, max_length=64, description="Producing system, e.g. `kb`.")
+    version: int = Field(ge=0, description="Monotonic per document; the highest version wins.")
+    updated_at: datetime | None = Field(default=None, description="When the document last changed upstream.")
+
+    @model_validator(mode="after")
+    def _one_body(self) -> "DocumentUpserted":
+        if self.body is not None and self.body_ref is not None:
+            raise ValueError("give either body or bodyRef, not both")
+        return self
+
+
+class DocumentDeleted(WireModel):
+    document_id: UUID = Field(description="The document to delete.")
+    organization_id: UUID = Field(description="Owning organization; must match the envelope's orgid.")
+    version: int = Field(ge=0, description="Version of the deletion; older upserts arriving later change nothing.")
+
+
+class DocumentIndexed(WireModel):
+    document_id: UUID = Field(description="The document that is now searchable (or removed).")
+    organization_id: UUID = Field(description="Owning organization.")
+    version: int = Field(ge=0, description="The version now in the index.")
+    chunks: int = Field(ge=0, description="How many chunks the document has in the index.")
+    embedded: bool = Field(description="Whether its chunks carry embeddings (false = lexical only).")
+    deleted: bool = Field(default=False, description="True when this reports a deletion.")

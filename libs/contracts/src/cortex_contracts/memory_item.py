@@ -1,0 +1,38 @@
+"""`MemoryItem`: one row of the org feed, whatever kind of knowledge it is."""
+
+from datetime import datetime
+from enum import StrEnum
+from uuid import UUID
+
+from pydantic import Field
+
+from cortex_contracts.base import WireModel
+
+
+class ItemKind(StrEnum):
+    DOCUMENT = "document"
+    NOTE = "note"
+    UPLOAD = "upload"
+    MEMORY = "memory"
+    CONCEPT = "concept"
+
+
+class MemoryItem(WireModel):
+    id: UUID = Field(description="Item id (document, entry or concept id).")
+    kind: ItemKind = Field(description="What sort of knowledge the item is.")
+    title: str = Field(description="Display title.")
+    snippet: str = Field(description="A short excerpt, the best-matching passage when searching.")
+    doc_class: str | None = Field(default=None, description="Document class.")
+    source: str | None = Field(default=None, description="Producing system.")
+    work_id: UUID | None = Field(default=None, description="Work the item belongs to.")
+    work_title: str | None = Field(default=None, description="Title of that Work.")
+    mission_id: UUID | None = Field(default=None, description="Mission of that Work.")
+    mission_title: str | None = Field(default=None, description="Title of that Mission.")
+    team_id: UUID | None = Field(default=None, description="Team owning that Work.")
+    team_name: str | None = Field(default=None, description="Name of that Team.")
+    agent_id: str | None = Field(default=None, description="Agent that produced the item.")
+    agent_run_id: str | None = Field(default=None, description="Agent run that produced the item.")
+    memory_session_id: str | None = Field(default=None, description="Memory session of the item.")
+    score: float | None = Field(default=None, description="Relevance score when searching (higher is better).")
+    updated_at: datetime = Field(description="When the item last changed.")
+    last_indexed_at: datetime | None = Field(default=None, description="When Cortex last indexed it.")

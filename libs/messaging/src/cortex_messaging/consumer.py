@@ -1,0 +1,149 @@
+"""A durable JetStream pull consumer: ack after the handler commits, retry with backoff, then dead-letter.
+
+Every copy of a service binds the same durable, so the copies share the work. The server redelivers
+without limit; this runner counts deliveries itself, so even a message that crashes the process on
+every attempt ends in the DLQ instead of looping forever.
+"""
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from cortex_messaging.dead_letter import DeadLetter, send_dead_letter
+from cortex_messaging.delivery import Delivery, PoisonMessage, parse_delivery
+from cortex_messaging.trace_headers import extract
+
+log = logging.getLogger(__name__)
+tracer = trace.get_tracer(__name__)
+
+Handler = Callable[[Delivery], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class ConsumerSpec:
+    stream: str
+    durable: str
+    filter_subjects: tuple[str, ...]
+    max_deliver: int = 5
+    backoff_seconds: tuple[float, ...] = (1.0, 5.0, 15.0, 60.0)
+    ack_wait_seconds: float = 30.0
+    batch: int = 32
+    concurrency: int = 16
+
+
+def _consumer_config(spec: ConsumerSpec) -> ConsumerConfig:
+    return ConsumerConfig(
+        durable_name=spec.durable,
+        ack_policy=AckPolicy.EXPLICIT,
+        deliver_policy=DeliverPolicy.ALL,
+        ack_wait=spec.ack_wait_seconds,
+        max_deliver=-1,
+        max_ack_pending=max(1000, spec.batch * 4),
+        filter_subjects=list(spec.filter_subjects),
+    )
+
+
+class DurableConsumer:
+    def __init__(self, js: JetStreamContext, spec: ConsumerSpec, handler: Handler) -> None:
+        self._js = js
+        self._spec = spec
+        self._handler = handler
+        self._slots = asyncio.Semaphore(spec.concurrency)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        spec = self._spec
+        await self._js.add_consumer(spec.stream, _consumer_config(spec))
+        sub = await self._js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
+        in_flight: set[asyncio.Task[None]] = set()
+        log.info("consuming %s from %s as %s", spec.filter_subjects, spec.stream, spec.durable)
+        try:
+            while not stop.is_set():
+                try:
+                    msgs = await sub.fetch(spec.batch, timeout=1.0)
+                except (TimeoutError, NatsTimeoutError):
+                    continue
+                for msg in msgs:
+                    await self._slots.acquire()
+                    task = asyncio.create_task(self._handle(msg))
+                    in_flight.add(task)
+                    task.add_done_callback(in_flight.discard)
+        finally:
+            if in_flight:
+                await asyncio.gather(*in_flight, return_exceptions=True)
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def _handle(self, msg: Msg) -> None:
+        try:
+            headers = dict(msg.headers or {})
+            with tracer.start_as_current_span(
+                f"{msg.subject} process",
+                context=extract(headers),
+                kind=SpanKind.CONSUMER,
+                attributes={
+                    "messaging.system": "nats",
+                    "messaging.destination.name": msg.subject,
+                    "messaging.consumer.group.name": self._spec.durable,
+                },
+            ) as span:
+                await self._settle(msg, headers, span)
+        except Exception:
+            log.exception("could not settle message on %s", msg.subject)
+        finally:
+            self._slots.release()
+
+    async def _settle(self, msg: Msg, headers: dict[str, str], span: trace.Span) -> None:
+        deliveries = msg.metadata.num_delivered or 1
+        if deliveries > self._spec.max_deliver:
+            await self._dead_letter(msg, headers, "max_deliver exceeded", "no outcome recorded (crash or timeout)")
+            return
+        heartbeat = asyncio.create_task(self._keep_alive(msg))
+        try:
+            await self._handler(parse_delivery(msg.subject, msg.data, deliveries))
+        except PoisonMessage as exc:
+            span.set_status(Status(StatusCode.ERROR, str(exc)[:200]))
+            log.warning("dead-lettering poison message on %s: %s", msg.subject, exc)
+            await self._dead_letter(msg, headers, "poison message", str(exc))
+            return
+        except Exception as exc:
+            span.record_exception(exc)
+            span.set_status(Status(StatusCode.ERROR, type(exc).__name__))
+            if deliveries >= self._spec.max_deliver:
+                log.exception("giving up on %s after %d deliveries", msg.subject, deliveries)
+                await self._dead_letter(msg, headers, "max_deliver exceeded", f"{type(exc).__name__}: {exc}")
+            else:
+                delay = self._spec.backoff_seconds[min(deliveries, len(self._spec.backoff_seconds)) - 1]
+                log.warning("retrying %s in %.0fs (delivery %d): %s", msg.subject, delay, deliveries, exc)
+                await msg.nak(delay=delay)
+            return
+        finally:
+            heartbeat.cancel()
+        await msg.ack()
+
+    async def _dead_letter(self, msg: Msg, headers: dict[str, str], reason: str, error: str) -> None:
+        letter = DeadLetter(
+            subject=msg.subject,
+            consumer=self._spec.durable,
+            reason=reason,
+            error=error,
+            deliveries=msg.metadata.num_delivered or 1,
+            headers=headers,
+            payload=msg.data,
+        )
+        await send_dead_letter(self._js, letter)  # if this fails the message is not acked: nothing is lost
+        await msg.term()
+
+    async def _keep_alive(self, msg: Msg) -> None:
+        """Tell the server we are still working, so a slow (large) document is not redelivered meanwhile."""
+        while True:
+            await asyncio.sleep(self._spec.ack_wait_seconds / 3)
+            await msg.in_progress()

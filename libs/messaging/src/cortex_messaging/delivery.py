@@ -1,0 +1,34 @@
+"""One received event, parsed and checked before any handler sees it."""
+
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from cortex_contracts.envelope import Envelope
+from cortex_contracts.subjects import split_org_subject
+
+
+class PoisonMessage(Exception):
+    """The message can never be handled (malformed, unknown, contradictory): dead-letter it at once."""
+
+
+@dataclass(frozen=True)
+class Delivery:
+    subject: str
+    action: str  # the subject after the org token, e.g. "document.upserted"
+    event: Envelope
+    deliveries: int
+
+
+def parse_delivery(subject: str, payload: bytes, deliveries: int) -> Delivery:
+    try:
+        event = Envelope.model_validate_json(payload)
+    except ValidationError as exc:
+        raise PoisonMessage(f"invalid event envelope: {exc}") from exc
+    try:
+        _, org_token, action = split_org_subject(subject)
+    except ValueError as exc:
+        raise PoisonMessage(f"subject {subject!r} has no organization token") from exc
+    if org_token != str(event.orgid):
+        raise PoisonMessage(f"subject organization {org_token!r} differs from event orgid {event.orgid}")
+    return Delivery(subject=subject, action=action, event=event, deliveries=deliveries)

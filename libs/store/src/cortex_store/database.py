@@ -1,0 +1,23 @@
+"""Engine and session factory. Built by each service's bootstrap, never at import time."""
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+
+def async_url(database_url: str) -> str:
+    """Accept `postgresql://` / `postgres://` URLs too, and use the asyncpg driver."""
+    url = make_url(database_url.replace("postgres://", "postgresql://", 1))
+    return url.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
+
+
+def make_engine(database_url: str, *, pool_size: int = 5) -> AsyncEngine:
+    return create_async_engine(
+        async_url(database_url),
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_pre_ping=True,
+    )
+
+
+def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(engine, expire_on_commit=False)

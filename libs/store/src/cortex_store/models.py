@@ -1,0 +1,144 @@
+"""SQLAlchemy models. The schema itself changes only through the Alembic migrations beside this."""
+
+import enum
+import uuid
+from datetime import datetime
+
+from pgvector.sqlalchemy import Vector
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    Computed,
+    DateTime,
+    Enum,
+    ForeignKey,
+    Index,
+    Integer,
+    Text,
+    func,
+)
+from sqlalchemy.dialects.postgresql import ARRAY, TSVECTOR, UUID
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+EMBEDDING_DIM = 384
+TEXT_SEARCH_CONFIG = "english"
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class MemberRole(enum.StrEnum):
+    MEMBER = "member"
+    ADMIN = "admin"
+
+
+class Organization(Base):
+    __tablename__ = "organizations"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True, default=uuid.uuid4)
+    slug: Mapped[str] = mapped_column(Text, unique=True)
+    name: Mapped[str] = mapped_column(Text)
+    tenant_id: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class Work(Base):
+    __tablename__ = "works"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)
+    organization_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"), index=True)
+    title: Mapped[str] = mapped_column(Text)
+    mission_id: Mapped[uuid.UUID | None] = mapped_column(UUID)
+    version: Mapped[int] = mapped_column(BigInteger, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class OrgMember(Base):
+    __tablename__ = "org_members"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"), primary_key=True)
+    user_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    role: Mapped[MemberRole] = mapped_column(
+        Enum(MemberRole, name="member_role", values_callable=lambda e: [m.value for m in e]),
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class KbDocument(Base):
+    """A knowledge-base document, scoped to one Work or to the whole organization (never both)."""
+
+    __tablename__ = "kb_documents"
+    __table_args__ = (
+        CheckConstraint("(scope = 'work') = (work_id IS NOT NULL)", name="kb_documents_scope_matches_work"),
+        Index(
+            "kb_documents_feed",
+            "organization_id",
+            "updated_at",
+            "id",
+            postgresql_where="deleted_at IS NULL",
+        ),
+    )
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)
+    organization_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"))
+    tenant_id: Mapped[str | None] = mapped_column(Text)
+    scope: Mapped[str] = mapped_column(Text)
+    work_id: Mapped[uuid.UUID | None] = mapped_column(UUID)
+    title: Mapped[str] = mapped_column(Text)
+    doc_class: Mapped[str | None] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(Text)
+    source: Mapped[str] = mapped_column(Text)
+    tags: Mapped[list[str]] = mapped_column(ARRAY(Text), default=list)
+    body: Mapped[str] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(Text)
+    version: Mapped[int] = mapped_column(BigInteger)
+    embedded: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
+    last_indexed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class KbChunk(Base):
+    """A passage of a document: its text, lexical vector and (when an embedder runs) its embedding."""
+
+    __tablename__ = "kb_chunks"
+    __table_args__ = (
+        Index("kb_chunks_tsv", "tsv", postgresql_using="gin"),
+        Index(
+            "kb_chunks_embedding_hnsw",
+            "embedding",
+            postgresql_using="hnsw",
+            postgresql_ops={"embedding": "vector_cosine_ops"},
+        ),
+        Index("kb_chunks_org", "organization_id"),
+        Index("kb_chunks_document", "document_id", "ordinal"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    document_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("kb_documents.id", ondelete="CASCADE"))
+    organization_id: Mapped[uuid.UUID] = mapped_column(UUID)
+    ordinal: Mapped[int] = mapped_column(Integer)
+    heading: Mapped[str] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(Text)
+    tsv: Mapped[str] = mapped_column(
+        TSVECTOR,
+        Computed(
+            f"setweight(to_tsvector('{TEXT_SEARCH_CONFIG}', heading), 'A') || "
+            f"to_tsvector('{TEXT_SEARCH_CONFIG}', text)",
+            persisted=True,
+        ),
+    )
+    embedding: Mapped[list[float] | None] = mapped_column(Vector(EMBEDDING_DIM))
+
+
+class ProcessedEvent(Base):
+    """Inbox of handled event ids per consumer: a redelivered or duplicated event changes nothing."""
+
+    __tablename__ = "processed_events"
+
+    consumer: Mapped[str] = mapped_column(Text, primary_key=True)
+    event_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    processed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

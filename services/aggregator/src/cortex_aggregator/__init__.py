@@ -1,0 +1,1 @@
+"""The aggregator: the read side. Answers `rpc.aggregator.*` requests, always bounded to one organization."""

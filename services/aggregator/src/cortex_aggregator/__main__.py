@@ -1,0 +1,27 @@
+"""`python -m cortex_aggregator`: run one copy of the aggregator until SIGINT/SIGTERM."""
+
+import asyncio
+import signal
+
+from cortex_aggregator.bootstrap import build
+from cortex_aggregator.settings import AggregatorSettings
+from cortex_telemetry.logs import configure_logging
+from cortex_telemetry.tracing import configure_tracing
+
+
+async def main() -> None:
+    settings = AggregatorSettings()  # filled from the environment
+    configure_logging(settings.log_level)
+    provider = configure_tracing("cortex-aggregator", settings.trace_exporter, settings.otlp_endpoint)
+    service = build(settings)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, service.stop.set)
+    try:
+        await service.run()
+    finally:
+        provider.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,112 @@
+"""The org feed: hybrid search when there is a query, most recently updated first when there is not."""
+
+import hashlib
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from cortex_aggregator import items, retrieval
+from cortex_aggregator.cursor import BadCursor, CursorCodec
+from cortex_aggregator.fusion import reciprocal_rank_fusion
+from cortex_contracts.memory_item import MemoryItem
+from cortex_contracts.rpc import FeedPage, FeedRequest
+
+EmbedQuery = Callable[[str], Awaitable[list[float]]]
+
+CANDIDATES_PER_LEG = 100
+MAX_SEARCH_DEPTH = 1000  # deepest result a search pages to
+
+
+@dataclass(frozen=True)
+class FeedConfig:
+    rrf_k: int = 60
+    lexical_weight: float = 1.0
+    dense_weight: float = 1.0
+    exact_scan_max_chunks: int = 20_000
+
+
+@dataclass(frozen=True)
+class FeedContext:
+    sessions: async_sessionmaker[AsyncSession]
+    cursors: CursorCodec
+    embed_query: EmbedQuery | None
+    config: FeedConfig
+
+
+def _query_key(request: FeedRequest) -> str:
+    return hashlib.sha256(f"{request.organization_id}\x00{request.q or ''}".encode()).hexdigest()[:16]
+
+
+def _cursor_state(ctx: FeedContext, request: FeedRequest) -> dict[str, object] | None:
+    if request.cursor is None:
+        return None
+    state = ctx.cursors.decode(request.cursor)
+    if state.get("k") != _query_key(request):
+        raise BadCursor("cursor belongs to another query")
+    return state
+
+
+async def feed(ctx: FeedContext, request: FeedRequest) -> FeedPage:
+    state = _cursor_state(ctx, request)
+    if request.q:
+        return await _search(ctx, request, state)
+    return await _recent(ctx, request, state)
+
+
+async def _recent(ctx: FeedContext, request: FeedRequest, state: dict[str, object] | None) -> FeedPage:
+    after: tuple[datetime, uuid.UUID] | None = None
+    if state is not None:
+        try:
+            after = (datetime.fromisoformat(str(state["u"])), uuid.UUID(str(state["i"])))
+        except (KeyError, ValueError) as exc:
+            raise BadCursor("cursor is not valid") from exc
+    async with ctx.sessions() as session:
+        rows = await items.recent_rows(session, request.organization_id, request.limit + 1, after)
+    page = [items.to_item(row, items.shorten(row.body_head)) for row in rows[: request.limit]]
+    next_cursor = None
+    if len(rows) > request.limit:
+        last = rows[request.limit - 1]
+        next_cursor = ctx.cursors.encode(
+            {"k": _query_key(request), "u": last.updated_at.isoformat(), "i": str(last.id)}
+        )
+    return FeedPage(items=page, next_cursor=next_cursor)
+
+
+async def _search(ctx: FeedContext, request: FeedRequest, state: dict[str, object] | None) -> FeedPage:
+    assert request.q is not None
+    offset = state.get("o", 0) if state else 0
+    if not isinstance(offset, int) or not 0 <= offset <= MAX_SEARCH_DEPTH:
+        raise BadCursor("cursor is not valid")
+    org, config = request.organization_id, ctx.config
+    depth = max(CANDIDATES_PER_LEG, offset + request.limit + 1)
+    vector = await ctx.embed_query(request.q) if ctx.embed_query else None
+    async with ctx.sessions() as session, session.begin():
+        lexical = await retrieval.lexical_hits(session, org, request.q, depth)
+        dense: list[retrieval.Hit] = []
+        if vector is not None:
+            exact = await retrieval.embedded_chunk_count(session, org) <= config.exact_scan_max_chunks
+            dense = await retrieval.dense_hits(session, org, vector, depth, exact=exact)
+        fused = reciprocal_rank_fusion(
+            [
+                ([h.document_id for h in lexical], config.lexical_weight),
+                ([h.document_id for h in dense], config.dense_weight),
+            ],
+            k=config.rrf_k,
+        )
+        window = fused[offset : offset + request.limit]
+        best_chunk = {h.document_id: h.chunk_id for h in reversed(dense)} | {
+            h.document_id: h.chunk_id for h in reversed(lexical)
+        }
+        rows = await items.rows_by_id(session, org, [doc for doc, _ in window])
+        texts = await items.chunk_texts(session, org, [best_chunk[doc] for doc, _ in window])
+    page: list[MemoryItem] = [
+        items.to_item(rows[doc], items.shorten(texts.get(best_chunk[doc], "")), score)
+        for doc, score in window
+        if doc in rows
+    ]
+    has_more = len(fused) > offset + request.limit and offset + request.limit < MAX_SEARCH_DEPTH
+    next_cursor = ctx.cursors.encode({"k": _query_key(request), "o": offset + request.limit}) if has_more else None
+    return FeedPage(items=page, next_cursor=next_cursor)

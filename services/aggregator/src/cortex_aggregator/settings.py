@@ -1,0 +1,43 @@
+"""Aggregator settings, from the environment (prefix `CORTEX_AGGREGATOR_`)."""
+
+from typing import Literal
+
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from cortex_telemetry.tracing import TraceExporter
+
+
+class AggregatorSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CORTEX_AGGREGATOR_", env_file=".env", extra="ignore", populate_by_name=True
+    )
+
+    database_url: str = Field(validation_alias=AliasChoices("CORTEX_AGGREGATOR_DATABASE_URL", "DATABASE_URL"))
+    nats_url: str = Field(
+        default="nats://127.0.0.1:4222",
+        validation_alias=AliasChoices("CORTEX_AGGREGATOR_NATS_URL", "NATS_URL"),
+    )
+    secret: SecretStr = Field(
+        validation_alias=AliasChoices("CORTEX_AGGREGATOR_SECRET", "CORTEX_SECRET"),
+        description="Signs page cursors so a forged or altered one is refused.",
+    )
+    embedder: Literal["local", "none"] = Field(default="local", description="`none` searches lexical-only.")
+    rrf_k: int = Field(default=60, ge=1, description="Reciprocal-rank-fusion constant.")
+    lexical_weight: float = Field(default=1.0, ge=0)
+    dense_weight: float = Field(default=1.0, ge=0)
+    exact_scan_max_chunks: int = Field(
+        default=20_000,
+        ge=0,
+        description="Up to this many embedded chunks in an org, the dense leg scans exactly.",
+    )
+    pool_size: int = Field(default=8, ge=1)
+    log_level: str = "INFO"
+    trace_exporter: TraceExporter = Field(
+        default=TraceExporter.NONE,
+        validation_alias=AliasChoices("CORTEX_AGGREGATOR_TRACE_EXPORTER", "CORTEX_TRACE_EXPORTER"),
+    )
+    otlp_endpoint: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("CORTEX_AGGREGATOR_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
+    )

@@ -1,0 +1,29 @@
+"""`python -m cortex_gateway`: serve the HTTP API with uvicorn until SIGINT/SIGTERM."""
+
+import uvicorn
+
+from cortex_gateway.app import create_app
+from cortex_gateway.settings import GatewaySettings
+from cortex_telemetry.logs import configure_logging
+from cortex_telemetry.tracing import configure_tracing
+
+
+def main() -> None:
+    settings = GatewaySettings()  # filled from the environment
+    configure_logging(settings.log_level)
+    provider = configure_tracing("cortex-gateway", settings.trace_exporter, settings.otlp_endpoint)
+    try:
+        uvicorn.run(
+            create_app(settings),
+            host=settings.host,
+            port=settings.port,
+            log_config=None,
+            access_log=False,
+            log_level=settings.log_level.lower(),
+        )
+    finally:
+        provider.shutdown()
+
+
+if __name__ == "__main__":
+    main()

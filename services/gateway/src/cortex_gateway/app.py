@@ -1,0 +1,42 @@
+"""The FastAPI application. `create_app` builds nothing until the lifespan starts."""
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+
+from cortex_gateway.problems import install_problem_handlers
+from cortex_gateway.resources import Resources
+from cortex_gateway.routes import health, memory
+from cortex_gateway.settings import GatewaySettings
+from cortex_messaging.connection import connect
+from cortex_messaging.streams import ensure_streams
+from cortex_store.database import make_engine, make_sessionmaker
+
+
+def create_app(settings: GatewaySettings) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        engine = make_engine(settings.database_url)
+        nc = await connect(settings.nats_url, name="cortex-gateway")
+        js = nc.jetstream()
+        await ensure_streams(js)
+        app.state.resources = Resources(settings, engine, make_sessionmaker(engine), nc, js)
+        try:
+            yield
+        finally:
+            await nc.drain()
+            await engine.dispose()
+
+    app = FastAPI(
+        title="Cortex",
+        summary="Organization-wide memory: search and browse everything an organization knows.",
+        version="0.1.0",
+        lifespan=lifespan,
+    )
+    install_problem_handlers(app)
+    app.include_router(health.router)
+    app.include_router(memory.router)
+    FastAPIInstrumentor.instrument_app(app, excluded_urls="healthz,readyz")
+    return app

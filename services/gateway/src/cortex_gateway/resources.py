@@ -1,0 +1,18 @@
+"""What the routes need at run time, built once by the app's lifespan."""
+
+from dataclasses import dataclass
+
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from cortex_gateway.settings import GatewaySettings
+
+
+@dataclass(frozen=True)
+class Resources:
+    settings: GatewaySettings
+    engine: AsyncEngine
+    sessions: async_sessionmaker[AsyncSession]
+    nc: NATS
+    js: JetStreamContext

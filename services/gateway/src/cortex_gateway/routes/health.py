@@ -1,0 +1,31 @@
+"""Liveness and readiness."""
+
+import asyncio
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+
+from cortex_gateway.auth import ResourcesDep
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", summary="The process is up")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", summary="NATS and PostgreSQL both answer", responses={503: {"description": "Not ready"}})
+async def readyz(res: ResourcesDep) -> JSONResponse:
+    checks = {"nats": res.nc.is_connected, "postgres": False}
+    try:
+        async with asyncio.timeout(2), res.engine.connect() as connection:
+            await connection.execute(text("SELECT 1"))
+        checks["postgres"] = True
+    except Exception:  # noqa: BLE001 — any failure means not ready
+        checks["postgres"] = False
+    ready = all(checks.values())
+    return JSONResponse(
+        {"status": "ready" if ready else "not ready", "checks": checks}, status_code=200 if ready else 503
+    )

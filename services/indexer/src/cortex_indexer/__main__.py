@@ -1,0 +1,27 @@
+"""`python -m cortex_indexer`: run one copy of the indexer until SIGINT/SIGTERM."""
+
+import asyncio
+import signal
+
+from cortex_indexer.bootstrap import build
+from cortex_indexer.settings import IndexerSettings
+from cortex_telemetry.logs import configure_logging
+from cortex_telemetry.tracing import configure_tracing
+
+
+async def main() -> None:
+    settings = IndexerSettings()  # filled from the environment
+    configure_logging(settings.log_level)
+    provider = configure_tracing("cortex-indexer", settings.trace_exporter, settings.otlp_endpoint)
+    indexer = build(settings)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, indexer.stop.set)
+    try:
+        await indexer.run()
+    finally:
+        provider.shutdown()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,72 @@
+"""The indexer's composition root: settings, engine, NATS, embedder, consumer. Nothing at import time."""
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from cortex_contracts.subjects import KB_ALL, STREAM_KB
+from cortex_embedding.batcher import BatchingEmbedder
+from cortex_embedding.local_model import load_local_embedder
+from cortex_indexer.handlers import make_kb_handler
+from cortex_indexer.indexing import IndexingContext
+from cortex_indexer.settings import IndexerSettings
+from cortex_messaging.connection import connect
+from cortex_messaging.consumer import ConsumerSpec, DurableConsumer
+from cortex_messaging.streams import ensure_streams
+from cortex_store.database import make_engine, make_sessionmaker
+
+log = logging.getLogger(__name__)
+
+CONSUMER = "indexer-kb"
+
+
+@dataclass
+class Indexer:
+    settings: IndexerSettings
+    embedder: BatchingEmbedder | None = None
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def run(self) -> None:
+        """Consume until `stop` is set; then finish what is in flight and close everything."""
+        settings = self.settings
+        engine = make_engine(settings.database_url, pool_size=settings.concurrency)
+        nc = await connect(settings.nats_url, name="cortex-indexer")
+        try:
+            js = nc.jetstream()
+            await ensure_streams(js)
+            ctx = IndexingContext(
+                sessions=make_sessionmaker(engine),
+                embed=self.embedder.embed if self.embedder else None,
+                consumer=CONSUMER,
+            )
+            spec = ConsumerSpec(
+                stream=STREAM_KB,
+                durable=CONSUMER,
+                filter_subjects=(KB_ALL,),
+                max_deliver=settings.max_deliver,
+                concurrency=settings.concurrency,
+                batch=settings.concurrency * 2,
+            )
+            await DurableConsumer(js, spec, make_kb_handler(ctx, js)).run(self.stop)
+        finally:
+            if self.embedder:
+                await self.embedder.close()
+            await nc.drain()
+            await engine.dispose()
+
+
+def build_embedder(settings: IndexerSettings) -> BatchingEmbedder | None:
+    if settings.embedder == "none":
+        log.warning("embedder disabled by settings: indexing lexical-only")
+        return None
+    model = load_local_embedder()
+    if model is None:
+        log.warning("no local embedding model installed (extra `local-embeddings`): indexing lexical-only")
+        return None
+    log.info("embedding with %s (dimension %d)", model.name, model.dimension)
+    return BatchingEmbedder(model)
+
+
+def build(settings: IndexerSettings | None = None) -> Indexer:
+    settings = settings or IndexerSettings()  # filled from the environment
+    return Indexer(settings=settings, embedder=build_embedder(settings))

@@ -1,0 +1,64 @@
+"""Entry point for `kb.>` events: validate the payload, call the indexing function, publish after commit."""
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from nats.js import JetStreamContext
+from pydantic import ValidationError
+
+from cortex_contracts import subjects
+from cortex_contracts.documents import (
+    TYPE_DOCUMENT_INDEXED,
+    DocumentDeleted,
+    DocumentIndexed,
+    DocumentUpserted,
+)
+from cortex_contracts.envelope import new_envelope
+from cortex_indexer.indexing import EventMeta, IndexingContext, delete_document, index_document
+from cortex_indexer.object_bodies import read_body
+from cortex_messaging.delivery import Delivery, PoisonMessage
+from cortex_messaging.publisher import publish_event
+
+log = logging.getLogger(__name__)
+
+SOURCE = "cortex/indexer"
+
+
+Payload = TypeVar("Payload", DocumentUpserted, DocumentDeleted)
+
+
+def _payload(model: type[Payload], delivery: Delivery) -> Payload:
+    try:
+        return model.model_validate(delivery.event.data)
+    except ValidationError as exc:
+        raise PoisonMessage(f"invalid {delivery.event.type} payload: {exc}") from exc
+
+
+def make_kb_handler(ctx: IndexingContext, js: JetStreamContext) -> Callable[[Delivery], Awaitable[None]]:
+    async def handle(delivery: Delivery) -> None:
+        event = delivery.event
+        meta = EventMeta(event_id=event.id, organization_id=event.orgid, tenant_id=event.tenantid, time=event.time)
+        result: DocumentIndexed | None
+        if delivery.action == subjects.DOCUMENT_UPSERTED:
+            doc = _payload(DocumentUpserted, delivery)
+            body = doc.body if doc.body_ref is None else await read_body(js, doc.body_ref)
+            result = await index_document(ctx, meta, doc, body or "")
+        elif delivery.action == subjects.DOCUMENT_DELETED:
+            result = await delete_document(ctx, meta, _payload(DocumentDeleted, delivery))
+        else:
+            raise PoisonMessage(f"unknown event {delivery.action!r} on {delivery.subject}")
+        if result is not None:
+            indexed = new_envelope(
+                event_type=TYPE_DOCUMENT_INDEXED,
+                source=SOURCE,
+                org_id=result.organization_id,
+                subject=str(result.document_id),
+                data=result.model_dump(mode="json", by_alias=True),
+                tenant_id=event.tenantid,
+                event_id=f"indexed-{result.document_id}-{result.version}",
+            )
+            await publish_event(js, subjects.cortex_document_indexed(result.organization_id), indexed)
+            log.info("indexed document %s v%d (%d chunks)", result.document_id, result.version, result.chunks)
+
+    return handle

@@ -1,0 +1,165 @@
+"""Index and delete documents: the indexer's work, independent of where the event came from.
+
+Each function runs one transaction; the event it returns is published by the caller after the commit.
+"""
+
+import hashlib
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from cortex_contracts.documents import DocumentDeleted, DocumentIndexed, DocumentUpserted
+from cortex_indexer import repository
+from cortex_indexer.chunking import Chunk, chunk_document
+from cortex_messaging.delivery import PoisonMessage
+
+log = logging.getLogger(__name__)
+
+EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
+
+
+class UnknownOrganization(Exception):
+    """Retried: the organization may be created moments later (catalog events race KB events)."""
+
+
+@dataclass(frozen=True)
+class IndexingContext:
+    sessions: async_sessionmaker[AsyncSession]
+    embed: EmbedFn | None  # None: lexical-only
+    consumer: str
+
+
+@dataclass(frozen=True)
+class EventMeta:
+    event_id: str
+    organization_id: uuid.UUID
+    tenant_id: str | None
+    time: datetime
+
+
+def _check_owner(stored: repository.StoredVersion | None, organization_id: uuid.UUID) -> None:
+    if stored is not None and stored.organization_id != organization_id:
+        raise PoisonMessage("document id already belongs to another organization")
+
+
+async def _is_stale(ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUID, version: int) -> bool:
+    """Cheap read before the expensive part: a duplicate or an older version needs no embedding."""
+    async with ctx.sessions() as session:
+        if await repository.was_processed(session, ctx.consumer, meta.event_id):
+            return True
+        stored = await repository.stored_version(session, document_id)
+        _check_owner(stored, meta.organization_id)
+        return stored is not None and stored.version >= version
+
+
+async def _embed_changed(ctx: IndexingContext, document_id: uuid.UUID, chunks: list[Chunk]) -> list[list[float]] | None:
+    if ctx.embed is None:
+        return None
+    async with ctx.sessions() as session:
+        known = await repository.embeddings_by_hash(session, document_id)
+    missing = [chunk for chunk in chunks if chunk.content_hash not in known]
+    fresh = dict(
+        zip((c.content_hash for c in missing), await ctx.embed([c.embedding_input() for c in missing]), strict=True)
+    )
+    return [known.get(chunk.content_hash) or fresh[chunk.content_hash] for chunk in chunks]
+
+
+async def index_document(
+    ctx: IndexingContext, meta: EventMeta, doc: DocumentUpserted, body: str
+) -> DocumentIndexed | None:
+    """Store the document and its passages unless a newer version is already stored."""
+    if doc.organization_id != meta.organization_id:
+        raise PoisonMessage("payload organizationId differs from the event's orgid")
+    if await _is_stale(ctx, meta, doc.document_id, doc.version):
+        return None
+    chunks = chunk_document(doc.title, body)
+    embeddings = await _embed_changed(ctx, doc.document_id, chunks)
+    now = datetime.now(UTC)
+    async with ctx.sessions() as session, session.begin():
+        if not await repository.claim_event(session, ctx.consumer, meta.event_id):
+            return None
+        if not await repository.organization_exists(session, doc.organization_id):
+            raise UnknownOrganization(str(doc.organization_id))
+        stored = await repository.stored_version(session, doc.document_id, lock=True)
+        _check_owner(stored, doc.organization_id)
+        if stored is not None and stored.version >= doc.version:
+            return None
+        await repository.upsert_document(
+            session,
+            {
+                "id": doc.document_id,
+                "organization_id": doc.organization_id,
+                "tenant_id": meta.tenant_id,
+                "scope": "work" if doc.work_id else "org",
+                "work_id": doc.work_id,
+                "title": doc.title,
+                "doc_class": doc.doc_class,
+                "status": doc.status.value,
+                "source": doc.source,
+                "tags": sorted(set(doc.tags)),
+                "body": body,
+                "content_hash": hashlib.sha256(body.encode()).hexdigest(),
+                "version": doc.version,
+                "embedded": embeddings is not None,
+                "updated_at": doc.updated_at or meta.time,
+                "last_indexed_at": now,
+                "deleted_at": None,
+            },
+        )
+        await repository.replace_chunks(
+            session,
+            doc.document_id,
+            [
+                {
+                    "document_id": doc.document_id,
+                    "organization_id": doc.organization_id,
+                    "ordinal": chunk.ordinal,
+                    "heading": chunk.heading,
+                    "text": chunk.text,
+                    "content_hash": chunk.content_hash,
+                    "embedding": embeddings[chunk.ordinal] if embeddings is not None else None,
+                }
+                for chunk in chunks
+            ],
+        )
+    return DocumentIndexed(
+        document_id=doc.document_id,
+        organization_id=doc.organization_id,
+        version=doc.version,
+        chunks=len(chunks),
+        embedded=embeddings is not None,
+    )
+
+
+async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDeleted) -> DocumentIndexed | None:
+    if doc.organization_id != meta.organization_id:
+        raise PoisonMessage("payload organizationId differs from the event's orgid")
+    async with ctx.sessions() as session, session.begin():
+        if not await repository.claim_event(session, ctx.consumer, meta.event_id):
+            return None
+        if not await repository.organization_exists(session, doc.organization_id):
+            raise UnknownOrganization(str(doc.organization_id))
+        stored = await repository.stored_version(session, doc.document_id, lock=True)
+        _check_owner(stored, doc.organization_id)
+        if stored is not None and stored.version >= doc.version:
+            return None
+        await repository.tombstone_document(
+            session,
+            doc.document_id,
+            doc.organization_id,
+            doc.version,
+            datetime.now(UTC),
+            exists_already=stored is not None,
+        )
+    return DocumentIndexed(
+        document_id=doc.document_id,
+        organization_id=doc.organization_id,
+        version=doc.version,
+        chunks=0,
+        embedded=False,
+        deleted=True,
+    )

@@ -1,0 +1,102 @@
+"""The indexer's reads and writes. Takes a session, never commits: the caller's transaction does."""
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, exists, select, update
+from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from cortex_store.models import KbChunk, KbDocument, Organization, ProcessedEvent
+
+
+@dataclass(frozen=True)
+class StoredVersion:
+    organization_id: uuid.UUID
+    version: int
+
+
+async def claim_event(session: AsyncSession, consumer: str, event_id: str) -> bool:
+    """Record the event as handled; False when it already was (a duplicate or a redelivery)."""
+    claimed = await session.execute(
+        insert(ProcessedEvent)
+        .values(consumer=consumer, event_id=event_id)
+        .on_conflict_do_nothing()
+        .returning(ProcessedEvent.event_id)
+    )
+    return claimed.first() is not None
+
+
+async def was_processed(session: AsyncSession, consumer: str, event_id: str) -> bool:
+    query = select(exists().where(ProcessedEvent.consumer == consumer, ProcessedEvent.event_id == event_id))
+    return bool(await session.scalar(query))
+
+
+async def organization_exists(session: AsyncSession, organization_id: uuid.UUID) -> bool:
+    return bool(await session.scalar(select(exists().where(Organization.id == organization_id))))
+
+
+async def stored_version(session: AsyncSession, document_id: uuid.UUID, *, lock: bool = False) -> StoredVersion | None:
+    query = select(KbDocument.organization_id, KbDocument.version).where(KbDocument.id == document_id)
+    row = (await session.execute(query.with_for_update() if lock else query)).first()
+    return StoredVersion(row.organization_id, row.version) if row else None
+
+
+async def embeddings_by_hash(session: AsyncSession, document_id: uuid.UUID) -> dict[str, list[float]]:
+    """Embeddings of the document's current chunks, so unchanged passages are not embedded again."""
+    rows = await session.execute(
+        select(KbChunk.content_hash, KbChunk.embedding).where(
+            KbChunk.document_id == document_id, KbChunk.embedding.is_not(None)
+        )
+    )
+    return {row.content_hash: list(row.embedding) for row in rows}
+
+
+async def upsert_document(session: AsyncSession, values: dict[str, Any]) -> None:
+    statement = insert(KbDocument).values(**values)
+    changed = {key: statement.excluded[key] for key in values if key not in ("id", "organization_id")}
+    await session.execute(statement.on_conflict_do_update(index_elements=[KbDocument.id], set_=changed))
+
+
+async def replace_chunks(session: AsyncSession, document_id: uuid.UUID, rows: list[dict[str, Any]]) -> None:
+    await session.execute(delete(KbChunk).where(KbChunk.document_id == document_id))
+    if rows:
+        await session.execute(insert(KbChunk), rows)
+
+
+async def tombstone_document(
+    session: AsyncSession,
+    document_id: uuid.UUID,
+    organization_id: uuid.UUID,
+    version: int,
+    at: datetime,
+    *,
+    exists_already: bool,
+) -> None:
+    """Mark deleted but keep the row and its version, so a late older upsert cannot bring it back."""
+    await session.execute(delete(KbChunk).where(KbChunk.document_id == document_id))
+    if exists_already:
+        await session.execute(
+            update(KbDocument)
+            .where(KbDocument.id == document_id)
+            .values(version=version, deleted_at=at, updated_at=at, body="", content_hash="", embedded=False)
+        )
+        return
+    await session.execute(
+        insert(KbDocument).values(
+            id=document_id,
+            organization_id=organization_id,
+            scope="org",
+            title="",
+            status="archived",
+            source="kb",
+            tags=[],
+            body="",
+            content_hash="",
+            version=version,
+            updated_at=at,
+            deleted_at=at,
+        )
+    )

@@ -1,0 +1,85 @@
+"""Publishing KB events as an upstream service would, and waiting for their effect."""
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+import httpx
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+
+from cortex_contracts import subjects
+from cortex_contracts.documents import TYPE_DOCUMENT_DELETED, TYPE_DOCUMENT_UPSERTED
+from cortex_contracts.envelope import Envelope, new_envelope
+from cortex_messaging.publisher import publish_event
+
+
+def upsert_event(
+    org_id: uuid.UUID, document_id: uuid.UUID, *, title: str, body: str, version: int, **extra: Any
+) -> Envelope:
+    data = {
+        "documentId": str(document_id),
+        "organizationId": str(org_id),
+        "title": title,
+        "body": body,
+        "version": version,
+        **extra,
+    }
+    return new_envelope(
+        event_type=TYPE_DOCUMENT_UPSERTED, source="tests/upstream", org_id=org_id, subject=str(document_id), data=data
+    )
+
+
+def delete_event(org_id: uuid.UUID, document_id: uuid.UUID, *, version: int) -> Envelope:
+    data = {"documentId": str(document_id), "organizationId": str(org_id), "version": version}
+    return new_envelope(
+        event_type=TYPE_DOCUMENT_DELETED, source="tests/upstream", org_id=org_id, subject=str(document_id), data=data
+    )
+
+
+async def publish_upsert(js: JetStreamContext, event: Envelope) -> None:
+    await publish_event(js, subjects.kb_document_upserted(event.orgid), event)
+
+
+async def publish_delete(js: JetStreamContext, event: Envelope) -> None:
+    await publish_event(js, subjects.kb_document_deleted(event.orgid), event)
+
+
+class IndexedWatcher:
+    """Collects `cortex.<org>.document.indexed` events so a test can wait for the indexer."""
+
+    def __init__(self) -> None:
+        self.seen: list[dict[str, Any]] = []
+        self._changed = asyncio.Condition()
+
+    async def start(self, nc: NATS, org_id: uuid.UUID) -> "IndexedWatcher":
+        async def on_message(msg: Any) -> None:
+            async with self._changed:
+                self.seen.append(json.loads(msg.data)["data"])
+                self._changed.notify_all()
+
+        self._subscription = await nc.subscribe(subjects.cortex_document_indexed(org_id), cb=on_message)
+        return self
+
+    async def wait_for(self, document_id: uuid.UUID, version: int, timeout: float = 30) -> dict[str, Any]:
+        def found() -> dict[str, Any] | None:
+            return next((e for e in self.seen if e["documentId"] == str(document_id) and e["version"] == version), None)
+
+        async with asyncio.timeout(timeout), self._changed:
+            await self._changed.wait_for(lambda: found() is not None)
+        event = found()
+        assert event is not None
+        return event
+
+    async def stop(self) -> None:
+        await self._subscription.unsubscribe()
+
+
+async def search_ids(client: httpx.AsyncClient, q: str | None = None, limit: int = 50) -> list[str]:
+    params: dict[str, Any] = {"limit": limit}
+    if q is not None:
+        params["q"] = q
+    response = await client.get("/api/memory", params=params)
+    assert response.status_code == 200, response.text
+    return [item["id"] for item in response.json()["items"]]
