@@ -75,6 +75,13 @@ class IndexedWatcher:
     async def stop(self) -> None:
         await self._subscription.unsubscribe()
 
+    async def drain(self) -> None:
+        """Stop, but first record every event the server sent before now (a round trip, then the backlog)."""
+        await self._subscription.drain()
+
+    def count(self, document_id: uuid.UUID, version: int) -> int:
+        return sum(1 for e in self.seen if e["documentId"] == str(document_id) and e["version"] == version)
+
 
 async def search_ids(client: httpx.AsyncClient, q: str | None = None, limit: int = 50) -> list[str]:
     params: dict[str, Any] = {"limit": limit}

@@ -13,12 +13,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cortex_embedded_servers import EmbeddedNats, EmbeddedPostgres
+from cortex_store.tenancy import app_role_url
 
 
 @dataclass(frozen=True)
 class Infrastructure:
-    database_url: str
+    database_url: str  # the owner: migrations, test set-up
     nats_url: str
+
+    @property
+    def app_database_url(self) -> str:
+        """What the services connect with: the application role, under row-level security."""
+        return os.environ.get("APP_DATABASE_URL") or app_role_url(self.database_url)
 
 
 @contextmanager

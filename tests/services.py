@@ -31,11 +31,13 @@ class RunningServices:
 
 @contextlib.asynccontextmanager
 async def running_services(infra: Infrastructure) -> AsyncIterator[RunningServices]:
-    db, nats = infra.database_url, infra.nats_url
+    db, nats = infra.app_database_url, infra.nats_url
     indexer = build_indexer(IndexerSettings(database_url=db, nats_url=nats, max_deliver=3))
     aggregator = build_aggregator(AggregatorSettings(database_url=db, nats_url=nats, secret=SECRET))
     port = free_port("127.0.0.1")
-    gateway_settings = GatewaySettings(database_url=db, nats_url=nats, secret=SECRET, port=port, wait_timeout_seconds=20)
+    gateway_settings = GatewaySettings(
+        database_url=db, nats_url=nats, secret=SECRET, port=port, wait_timeout_seconds=20
+    )
     server = uvicorn.Server(
         uvicorn.Config(create_app(gateway_settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
     )

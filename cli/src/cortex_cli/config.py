@@ -26,6 +26,10 @@ def write_runtime(directory: Path, values: dict[str, str]) -> None:
     (directory / RUNTIME_FILE).write_text("".join(f"{key}={value}\n" for key, value in values.items()))
 
 
+def clear_runtime(directory: Path) -> None:
+    (directory / RUNTIME_FILE).unlink(missing_ok=True)
+
+
 def ensure_secret(directory: Path) -> str:
     """CORTEX_SECRET, else the one stored in the data directory (created on first use, mode 0600)."""
     if os.environ.get("CORTEX_SECRET"):

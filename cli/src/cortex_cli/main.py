@@ -17,6 +17,7 @@ def _run(args: argparse.Namespace) -> int:
 
     from cortex_cli.supervisor import RunSettings, run_all
     from cortex_store.migrate import upgrade
+    from cortex_store.tenancy import app_role_url
 
     directory = config.data_dir()
     secret = config.ensure_secret(directory)
@@ -26,8 +27,14 @@ def _run(args: argparse.Namespace) -> int:
         nats_url=os.environ.get("NATS_URL") or None,
         extra_env={"CORTEX_SECRET": secret, "CORTEX_DATA_DIR": str(directory)},
         migrate=upgrade,
+        # Embedded PostgreSQL trusts local logins: the services connect as the app role, under RLS.
+        service_database_url=app_role_url if not os.environ.get("DATABASE_URL") else str,
+        on_ready=lambda db, nats: config.write_runtime(directory, {"DATABASE_URL": db, "NATS_URL": nats}),
     )
-    return run_all(settings)
+    try:
+        return run_all(settings)
+    finally:
+        config.clear_runtime(directory)
 
 
 def _migrate(args: argparse.Namespace) -> int:

@@ -50,6 +50,10 @@ class RunSettings:
     """Each runs as ``python -m cortex_<name>``."""
     extra_env: Mapping[str, str] = field(default_factory=dict)
     """Added to the services' environment (``DATABASE_URL`` and ``NATS_URL`` win over it)."""
+    service_database_url: Callable[[str], str] = str
+    """The URL the services connect with, given the one migrations ran with (e.g. as a less privileged role)."""
+    on_ready: Callable[[str, str], None] | None = None
+    """Called with the database and NATS URLs once migrated, before the services start."""
 
 
 class _Console:
@@ -276,8 +280,10 @@ def run_all(settings: RunSettings) -> int:
             console.line(_SELF, "applying database migrations")
             with signals.interruptible():
                 settings.migrate(database_url)
+            if settings.on_ready is not None:
+                settings.on_ready(database_url, nats_url)
             env = {**os.environ, **settings.extra_env}
-            env |= {"DATABASE_URL": database_url, "NATS_URL": nats_url}
+            env |= {"DATABASE_URL": settings.service_database_url(database_url), "NATS_URL": nats_url}
             env.setdefault("PYTHONUNBUFFERED", "1")  # lines as they are printed, not per 8 KiB
             _announce(settings, database_url, nats_url, console)
             for name in settings.services:

@@ -36,7 +36,7 @@ async def _sql(url: str, *statements: str) -> list[list[Any]]:
 
 def _is_gone(pid: int) -> bool:
     try:
-        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        return bool(psutil.Process(pid).status() == psutil.STATUS_ZOMBIE)
     except psutil.NoSuchProcess:
         return True
 

@@ -43,6 +43,10 @@ class DocumentUpserted(WireModel):
     source: str = Field(default="kb", min_length=1, max_length=64, description="Producing system, e.g. `kb`.")
     version: int = Field(ge=0, description="Monotonic per document; the highest version wins.")
     updated_at: datetime | None = Field(default=None, description="When the document last changed upstream.")
+    upload_id: UUID | None = Field(default=None, description="Upload the document was extracted from.")
+    agent_id: str | None = Field(default=None, max_length=200, description="Agent that wrote the document.")
+    agent_run_id: str | None = Field(default=None, max_length=200, description="Agent run that wrote it.")
+    cites: list[UUID] = Field(default_factory=list, max_length=200, description="Documents this one cites.")
 
     @model_validator(mode="after")
     def _one_body(self) -> "DocumentUpserted":

@@ -1,6 +1,8 @@
-"""Request/reply models for `rpc.aggregator.*`."""
+"""Request/reply models for `rpc.aggregator.*`. Every request names the caller's organization."""
 
-from typing import Annotated
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Generic, TypeVar
 from uuid import UUID
 
 from pydantic import Field, StringConstraints
@@ -9,12 +11,33 @@ from cortex_contracts.base import WireModel
 from cortex_contracts.memory_item import MemoryItem
 
 MAX_FEED_LIMIT = 100
+MAX_FILTER_VALUES = 50
 Query = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+FilterText = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+
+
+class Sort(StrEnum):
+    RELEVANCE = "relevance"
+    UPDATED = "updated"
+
+
+class FeedFilters(WireModel):
+    """OR within one facet, AND across facets. Empty = no filter on that facet."""
+
+    type: list[FilterText] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="docClass values.")
+    work: list[UUID] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Work ids.")
+    mission: list[UUID] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Mission ids.")
+    team: list[UUID] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Team ids.")
+    source: list[FilterText] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Sources.")
+    status: list[FilterText] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Statuses.")
+    tag: list[FilterText] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Tags.")
 
 
 class FeedRequest(WireModel):
     organization_id: UUID = Field(description="The caller's organization; every result is bounded by it.")
     q: Query | None = Field(default=None, description="Search text; absent = most recently updated first.")
+    filters: FeedFilters = Field(default_factory=FeedFilters, description="Facet filters.")
+    sort: Sort | None = Field(default=None, description="Default: relevance with q, updated without.")
     limit: int = Field(default=20, ge=1, le=MAX_FEED_LIMIT, description="Page size.")
     cursor: str | None = Field(default=None, max_length=2000, description="Opaque cursor from a previous page.")
 
@@ -24,14 +47,95 @@ class FeedPage(WireModel):
     next_cursor: str | None = Field(default=None, description="Cursor for the next page; null at the end.")
 
 
+class FacetsRequest(WireModel):
+    organization_id: UUID
+    filters: FeedFilters = Field(default_factory=FeedFilters)
+
+
+class FacetValue(WireModel):
+    value: str = Field(description="The value to filter by.")
+    label: str = Field(description="How to show it.")
+    count: int = Field(ge=0, description="Items matching every other active filter and this value.")
+
+
+class Facets(WireModel):
+    """Disjunctive counts: each facet honours every active filter except its own."""
+
+    type: list[FacetValue]
+    work: list[FacetValue]
+    mission: list[FacetValue] | None = Field(default=None, description="Absent when no Work has a Mission.")
+    team: list[FacetValue] | None = Field(default=None, description="Absent when the organization has no Teams.")
+    source: list[FacetValue]
+    status: list[FacetValue]
+    tag: list[FacetValue]
+
+
+class StatsRequest(WireModel):
+    organization_id: UUID
+
+
+class Stats(WireModel):
+    documents_indexed: int = Field(ge=0)
+    concepts_synthesized: int = Field(ge=0)
+    works_covered: int = Field(ge=0)
+    memory_entries: int = Field(ge=0)
+    last_indexed_at: datetime | None = None
+
+
+class ItemRequest(WireModel):
+    organization_id: UUID
+    document_id: UUID
+
+
+class Ref(WireModel):
+    id: UUID
+    title: str
+
+
+class UploadRef(WireModel):
+    id: UUID
+    filename: str
+    media_type: str
+    size_bytes: int
+
+
+class Provenance(WireModel):
+    work: Ref | None = None
+    mission: Ref | None = None
+    teams: list[Ref] = Field(default_factory=list)
+    upload: UploadRef | None = None
+    agent_id: str | None = None
+    agent_run_id: str | None = None
+
+
+class ItemDetail(WireModel):
+    item: MemoryItem
+    body: str = Field(description="The full text.")
+    status: str
+    tags: list[str]
+    version: int
+    provenance: Provenance
+    cites: list[Ref] = Field(description="Documents this one cites (in this organization).")
+    cited_by: list[Ref] = Field(description="Documents that cite this one.")
+
+
 class RpcError(WireModel):
-    status: int = Field(description="HTTP-like status: 400 for a bad request, 500 for a server fault.")
+    status: int = Field(description="HTTP-like status: 400 bad request, 404 not found, 500 server fault.")
     title: str = Field(description="Short summary.")
     detail: str = Field(description="What went wrong.")
 
 
-class FeedReply(WireModel):
+Result = TypeVar("Result", FeedPage, Facets, Stats, ItemDetail)
+
+
+class Reply(WireModel, Generic[Result]):
     """Exactly one of `result` and `error` is set."""
 
-    result: FeedPage | None = None
+    result: Result | None = None
     error: RpcError | None = None
+
+
+FeedReply = Reply[FeedPage]
+FacetsReply = Reply[Facets]
+StatsReply = Reply[Stats]
+ItemReply = Reply[ItemDetail]

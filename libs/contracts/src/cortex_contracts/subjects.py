@@ -20,6 +20,12 @@ DOCUMENT_DELETED = "document.deleted"
 DOCUMENT_INDEXED = "document.indexed"
 
 RPC_AGGREGATOR_FEED = "rpc.aggregator.feed"
+RPC_AGGREGATOR_FACETS = "rpc.aggregator.facets"
+RPC_AGGREGATOR_STATS = "rpc.aggregator.stats"
+RPC_AGGREGATOR_ITEM = "rpc.aggregator.item"
+
+CATALOG_ALL = "catalog.>"
+UPLOAD_CREATED = "upload.created"
 
 DLQ_PREFIX = "dlq"
 

@@ -10,7 +10,7 @@ log = logging.getLogger(__name__)
 
 async def connect(url: str, name: str) -> NATS:
     async def on_disconnect() -> None:
-        log.warning("disconnected from NATS")
+        log.info("disconnected from NATS")
 
     async def on_reconnect() -> None:
         log.info("reconnected to NATS")

@@ -52,6 +52,41 @@ class Work(Base):
     mission_id: Mapped[uuid.UUID | None] = mapped_column(UUID)
     version: Mapped[int] = mapped_column(BigInteger, default=0)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Mission(Base):
+    __tablename__ = "missions"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)
+    organization_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"))
+    title: Mapped[str] = mapped_column(Text)
+    version: Mapped[int] = mapped_column(BigInteger, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Team(Base):
+    __tablename__ = "teams"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)
+    organization_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"))
+    name: Mapped[str] = mapped_column(Text)
+    version: Mapped[int] = mapped_column(BigInteger, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class TeamResource(Base):
+    __tablename__ = "team_resources"
+
+    team_id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)
+    resource_type: Mapped[str] = mapped_column(Text, primary_key=True)
+    resource_id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)
+    organization_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"))
+    version: Mapped[int] = mapped_column(BigInteger, default=0)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class OrgMember(Base):
@@ -63,6 +98,24 @@ class OrgMember(Base):
         Enum(MemberRole, name="member_role", values_callable=lambda e: [m.value for m in e]),
     )
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    version: Mapped[int] = mapped_column(BigInteger, default=0)
+    deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class ApiKey(Base):
+    """A service account's or agent's key: scoped to one organization with a role; stored hashed."""
+
+    __tablename__ = "api_keys"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True, default=uuid.uuid4)
+    organization_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"))
+    name: Mapped[str] = mapped_column(Text)
+    key_hash: Mapped[str] = mapped_column(Text, unique=True)
+    role: Mapped[MemberRole] = mapped_column(
+        Enum(MemberRole, name="member_role", values_callable=lambda e: [m.value for m in e], create_type=False),
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class KbDocument(Base):
@@ -98,6 +151,31 @@ class KbDocument(Base):
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True))
     last_indexed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    upload_id: Mapped[uuid.UUID | None] = mapped_column(UUID)
+    agent_id: Mapped[str | None] = mapped_column(Text)
+    agent_run_id: Mapped[str | None] = mapped_column(Text)
+
+
+class KbUpload(Base):
+    __tablename__ = "kb_uploads"
+
+    id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)
+    organization_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"))
+    work_id: Mapped[uuid.UUID | None] = mapped_column(UUID)
+    filename: Mapped[str] = mapped_column(Text)
+    media_type: Mapped[str] = mapped_column(Text)
+    size_bytes: Mapped[int] = mapped_column(BigInteger)
+    object_bucket: Mapped[str | None] = mapped_column(Text)
+    object_name: Mapped[str | None] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class KbCitation(Base):
+    __tablename__ = "kb_citations"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"))
+    citing_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("kb_documents.id", ondelete="CASCADE"), primary_key=True)
+    cited_id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)
 
 
 class KbChunk(Base):

@@ -5,10 +5,19 @@ import logging
 from dataclasses import dataclass, field
 
 from cortex_aggregator.cursor import CursorCodec
-from cortex_aggregator.feed import FeedConfig, FeedContext
-from cortex_aggregator.handlers import make_feed_handler
+from cortex_aggregator.detail import item_detail
+from cortex_aggregator.facets import facets
+from cortex_aggregator.feed import FeedConfig, FeedContext, feed
+from cortex_aggregator.handlers import rpc_handler
 from cortex_aggregator.settings import AggregatorSettings
-from cortex_contracts.subjects import RPC_AGGREGATOR_FEED
+from cortex_aggregator.stats import stats
+from cortex_contracts import rpc as models
+from cortex_contracts.subjects import (
+    RPC_AGGREGATOR_FACETS,
+    RPC_AGGREGATOR_FEED,
+    RPC_AGGREGATOR_ITEM,
+    RPC_AGGREGATOR_STATS,
+)
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.local_model import load_local_embedder
 from cortex_messaging import rpc
@@ -36,8 +45,9 @@ class Aggregator:
         engine = make_engine(settings.database_url, pool_size=settings.pool_size)
         nc = await connect(settings.nats_url, name="cortex-aggregator")
         try:
+            sessions = make_sessionmaker(engine)
             ctx = FeedContext(
-                sessions=make_sessionmaker(engine),
+                sessions=sessions,
                 cursors=CursorCodec(settings.secret.get_secret_value().encode()),
                 embed_query=self._embed_query if self.embedder else None,
                 config=FeedConfig(
@@ -47,8 +57,23 @@ class Aggregator:
                     exact_scan_max_chunks=settings.exact_scan_max_chunks,
                 ),
             )
-            await rpc.serve(nc, RPC_AGGREGATOR_FEED, QUEUE_GROUP, make_feed_handler(ctx))
-            log.info("answering %s", RPC_AGGREGATOR_FEED)
+            handlers = {
+                RPC_AGGREGATOR_FEED: rpc_handler(models.FeedRequest, models.FeedReply, lambda r: feed(ctx, r)),
+                RPC_AGGREGATOR_FACETS: rpc_handler(
+                    models.FacetsRequest,
+                    models.FacetsReply,
+                    lambda r: facets(sessions, r),
+                ),
+                RPC_AGGREGATOR_STATS: rpc_handler(models.StatsRequest, models.StatsReply, lambda r: stats(sessions, r)),
+                RPC_AGGREGATOR_ITEM: rpc_handler(
+                    models.ItemRequest,
+                    models.ItemReply,
+                    lambda r: item_detail(sessions, r),
+                ),
+            }
+            for subject, handler in handlers.items():
+                await rpc.serve(nc, subject, QUEUE_GROUP, handler)
+            log.info("answering %s", ", ".join(handlers))
             self.ready.set()
             await self.stop.wait()
         finally:

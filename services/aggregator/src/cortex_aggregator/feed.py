@@ -10,9 +10,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator import items, retrieval
 from cortex_aggregator.cursor import BadCursor, CursorCodec
+from cortex_aggregator.filters import DocumentFilter, document_filter
 from cortex_aggregator.fusion import reciprocal_rank_fusion
 from cortex_contracts.memory_item import MemoryItem
-from cortex_contracts.rpc import FeedPage, FeedRequest
+from cortex_contracts.rpc import FeedPage, FeedRequest, Sort
+from cortex_store.tenancy import org_transaction
 
 EmbedQuery = Callable[[str], Awaitable[list[float]]]
 
@@ -37,7 +39,9 @@ class FeedContext:
 
 
 def _query_key(request: FeedRequest) -> str:
-    return hashlib.sha256(f"{request.organization_id}\x00{request.q or ''}".encode()).hexdigest()[:16]
+    """A cursor is only valid for the request (org, query, filters, sort) it was made for."""
+    shape = request.model_dump_json(include={"organization_id", "q", "filters", "sort"})
+    return hashlib.sha256(shape.encode()).hexdigest()[:16]
 
 
 def _cursor_state(ctx: FeedContext, request: FeedRequest) -> dict[str, object] | None:
@@ -51,31 +55,41 @@ def _cursor_state(ctx: FeedContext, request: FeedRequest) -> dict[str, object] |
 
 async def feed(ctx: FeedContext, request: FeedRequest) -> FeedPage:
     state = _cursor_state(ctx, request)
+    where = document_filter(request.filters)
     if request.q:
-        return await _search(ctx, request, state)
-    return await _recent(ctx, request, state)
+        return await _search(ctx, request, where, state)
+    return await _recent(ctx, request, where, state)
 
 
-async def _recent(ctx: FeedContext, request: FeedRequest, state: dict[str, object] | None) -> FeedPage:
+async def _recent(
+    ctx: FeedContext,
+    request: FeedRequest,
+    where: DocumentFilter,
+    state: dict[str, object] | None,
+) -> FeedPage:
     after: tuple[datetime, uuid.UUID] | None = None
     if state is not None:
         try:
             after = (datetime.fromisoformat(str(state["u"])), uuid.UUID(str(state["i"])))
         except (KeyError, ValueError) as exc:
             raise BadCursor("cursor is not valid") from exc
-    async with ctx.sessions() as session:
-        rows = await items.recent_rows(session, request.organization_id, request.limit + 1, after)
+    async with org_transaction(ctx.sessions, request.organization_id) as session:
+        rows = await items.recent_rows(session, request.organization_id, where, request.limit + 1, after)
     page = [items.to_item(row, items.shorten(row.body_head)) for row in rows[: request.limit]]
     next_cursor = None
     if len(rows) > request.limit:
         last = rows[request.limit - 1]
-        next_cursor = ctx.cursors.encode(
-            {"k": _query_key(request), "u": last.updated_at.isoformat(), "i": str(last.id)}
-        )
+        state = {"k": _query_key(request), "u": last.updated_at.isoformat(), "i": str(last.id)}
+        next_cursor = ctx.cursors.encode(state)
     return FeedPage(items=page, next_cursor=next_cursor)
 
 
-async def _search(ctx: FeedContext, request: FeedRequest, state: dict[str, object] | None) -> FeedPage:
+async def _search(
+    ctx: FeedContext,
+    request: FeedRequest,
+    where: DocumentFilter,
+    state: dict[str, object] | None,
+) -> FeedPage:
     assert request.q is not None
     offset = state.get("o", 0) if state else 0
     if not isinstance(offset, int) or not 0 <= offset <= MAX_SEARCH_DEPTH:
@@ -83,23 +97,26 @@ async def _search(ctx: FeedContext, request: FeedRequest, state: dict[str, objec
     org, config = request.organization_id, ctx.config
     depth = max(CANDIDATES_PER_LEG, offset + request.limit + 1)
     vector = await ctx.embed_query(request.q) if ctx.embed_query else None
-    async with ctx.sessions() as session, session.begin():
-        lexical = await retrieval.lexical_hits(session, org, request.q, depth)
+    async with org_transaction(ctx.sessions, org) as session:
+        lexical = await retrieval.lexical_hits(session, org, request.q, where, depth)
         dense: list[retrieval.Hit] = []
         if vector is not None:
-            exact = await retrieval.embedded_chunk_count(session, org) <= config.exact_scan_max_chunks
-            dense = await retrieval.dense_hits(session, org, vector, depth, exact=exact)
+            exact = await retrieval.embedded_chunk_count(session, org, where) <= config.exact_scan_max_chunks
+            dense = await retrieval.dense_hits(session, org, vector, where, depth, exact=exact)
         fused = reciprocal_rank_fusion(
             [
-                ([h.document_id for h in lexical], config.lexical_weight),
-                ([h.document_id for h in dense], config.dense_weight),
+                ([hit.document_id for hit in lexical], config.lexical_weight),
+                ([hit.document_id for hit in dense], config.dense_weight),
             ],
             k=config.rrf_k,
         )
+        best_chunk = {hit.document_id: hit.chunk_id for hit in [*reversed(dense), *reversed(lexical)]}
+        if request.sort is Sort.UPDATED:
+            rows = await items.rows_by_id(session, org, [doc for doc, _ in fused])
+            scores = dict(fused)
+            ordered = sorted(rows.values(), key=lambda row: (row.updated_at, row.id), reverse=True)
+            fused = [(row.id, scores[row.id]) for row in ordered]
         window = fused[offset : offset + request.limit]
-        best_chunk = {h.document_id: h.chunk_id for h in reversed(dense)} | {
-            h.document_id: h.chunk_id for h in reversed(lexical)
-        }
         rows = await items.rows_by_id(session, org, [doc for doc, _ in window])
         texts = await items.chunk_texts(session, org, [best_chunk[doc] for doc, _ in window])
     page: list[MemoryItem] = [

@@ -1,29 +1,37 @@
-"""Entry point for `rpc.aggregator.feed`: bytes in, one `FeedReply` out, whatever happens."""
+"""Entry points for `rpc.aggregator.*`: bytes in, one reply out, whatever happens."""
 
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from cortex_aggregator.cursor import BadCursor
-from cortex_aggregator.feed import FeedContext, feed
-from cortex_contracts.rpc import FeedReply, FeedRequest, RpcError
+from cortex_aggregator.detail import ItemNotFound
+from cortex_contracts.rpc import Reply, RpcError
 
 log = logging.getLogger(__name__)
 
+Request = TypeVar("Request", bound=BaseModel)
 
-def make_feed_handler(ctx: FeedContext) -> Callable[[bytes], Awaitable[bytes]]:
+
+def rpc_handler(
+    request_model: type[Request],
+    reply_model: type[Reply[Any]],
+    work: Callable[[Request], Awaitable[Any]],
+) -> Callable[[bytes], Awaitable[bytes]]:
     async def handle(payload: bytes) -> bytes:
         try:
-            request = FeedRequest.model_validate_json(payload)
-            reply = FeedReply(result=await feed(ctx, request))
+            reply = reply_model(result=await work(request_model.model_validate_json(payload)))
         except ValidationError as exc:
-            reply = FeedReply(error=RpcError(status=400, title="Invalid request", detail=str(exc)[:2000]))
+            reply = reply_model(error=RpcError(status=400, title="Invalid request", detail=str(exc)[:2000]))
         except BadCursor as exc:
-            reply = FeedReply(error=RpcError(status=400, title="Invalid cursor", detail=str(exc)))
+            reply = reply_model(error=RpcError(status=400, title="Invalid cursor", detail=str(exc)))
+        except ItemNotFound:
+            reply = reply_model(error=RpcError(status=404, title="Not found", detail="No such item."))
         except Exception:
-            log.exception("feed request failed")
-            reply = FeedReply(error=RpcError(status=500, title="Internal error", detail="the feed could not be read"))
+            log.exception("%s failed", request_model.__name__)
+            reply = reply_model(error=RpcError(status=500, title="Internal error", detail="the request failed"))
         return reply.to_wire()
 
     return handle

@@ -1,6 +1,6 @@
 """Gateway settings, from the environment (prefix `CORTEX_GATEWAY_`)."""
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from cortex_telemetry.tracing import TraceExporter
@@ -20,6 +20,12 @@ class GatewaySettings(BaseSettings):
         validation_alias=AliasChoices("CORTEX_GATEWAY_SECRET", "CORTEX_SECRET"),
         description="HS256 key that bearer tokens are signed with (the CLI signs with the same).",
     )
+    jwks_url: str | None = Field(default=None, description="JWKS URL: RS256 tokens are verified against it.")
+    jwt_issuer: str | None = Field(default=None, description="Required `iss` of RS256 tokens.")
+    jwt_audience: str | None = Field(default=None, description="Required `aud` of RS256 tokens.")
+    max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0, description="Larger request bodies get 413.")
+    rate_limit_per_minute: int = Field(default=600, ge=1, description="Requests per token per minute (per copy).")
+    rate_limit_burst: int = Field(default=60, ge=1, description="Requests a token may make at once.")
     host: str = "127.0.0.1"
     port: int = 8080
     rpc_timeout_seconds: float = Field(default=5.0, gt=0, description="How long to wait for the aggregator.")
@@ -33,3 +39,9 @@ class GatewaySettings(BaseSettings):
         default=None,
         validation_alias=AliasChoices("CORTEX_GATEWAY_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"),
     )
+
+    @model_validator(mode="after")
+    def _jwks_needs_issuer_and_audience(self) -> "GatewaySettings":
+        if self.jwks_url and not (self.jwt_issuer and self.jwt_audience):
+            raise ValueError("CORTEX_GATEWAY_JWKS_URL needs CORTEX_GATEWAY_JWT_ISSUER and CORTEX_GATEWAY_JWT_AUDIENCE")
+        return self

@@ -4,9 +4,10 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from cortex_contracts.subjects import KB_ALL, STREAM_KB
+from cortex_contracts.subjects import CATALOG_ALL, KB_ALL, STREAM_KB
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.local_model import load_local_embedder
+from cortex_indexer.catalog_handler import make_catalog_handler
 from cortex_indexer.handlers import make_kb_handler
 from cortex_indexer.indexing import IndexingContext
 from cortex_indexer.settings import IndexerSettings
@@ -18,6 +19,7 @@ from cortex_store.database import make_engine, make_sessionmaker
 log = logging.getLogger(__name__)
 
 CONSUMER = "indexer-kb"
+CATALOG_CONSUMER = "indexer-catalog"
 
 
 @dataclass
@@ -34,12 +36,14 @@ class Indexer:
         try:
             js = nc.jetstream()
             await ensure_streams(js)
+            sessions = make_sessionmaker(engine)
             ctx = IndexingContext(
-                sessions=make_sessionmaker(engine),
+                sessions=sessions,
                 embed=self.embedder.embed if self.embedder else None,
                 consumer=CONSUMER,
             )
-            spec = ConsumerSpec(
+            catalog_ctx = IndexingContext(sessions=sessions, embed=None, consumer=CATALOG_CONSUMER)
+            documents = ConsumerSpec(
                 stream=STREAM_KB,
                 durable=CONSUMER,
                 filter_subjects=(KB_ALL,),
@@ -47,7 +51,17 @@ class Indexer:
                 concurrency=settings.concurrency,
                 batch=settings.concurrency * 2,
             )
-            await DurableConsumer(js, spec, make_kb_handler(ctx, js)).run(self.stop)
+            catalog = ConsumerSpec(
+                stream=STREAM_KB,
+                durable=CATALOG_CONSUMER,
+                filter_subjects=(CATALOG_ALL,),
+                max_deliver=settings.max_deliver,
+                concurrency=4,
+            )
+            await asyncio.gather(
+                DurableConsumer(js, documents, make_kb_handler(ctx, js)).run(self.stop),
+                DurableConsumer(js, catalog, make_catalog_handler(catalog_ctx)).run(self.stop),
+            )
         finally:
             if self.embedder:
                 await self.embedder.close()

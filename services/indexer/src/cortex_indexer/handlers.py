@@ -15,8 +15,10 @@ from cortex_contracts.documents import (
     DocumentUpserted,
 )
 from cortex_contracts.envelope import new_envelope
-from cortex_indexer.indexing import EventMeta, IndexingContext, delete_document, index_document
+from cortex_contracts.uploads import UploadCreated
+from cortex_indexer.indexing import EventMeta, IndexingContext, delete_document, index_document, record_upload
 from cortex_indexer.object_bodies import read_body
+from cortex_indexer.tenant_guard import refuse_cross_tenant_writes
 from cortex_messaging.delivery import Delivery, PoisonMessage
 from cortex_messaging.publisher import publish_event
 
@@ -25,7 +27,7 @@ log = logging.getLogger(__name__)
 SOURCE = "cortex/indexer"
 
 
-Payload = TypeVar("Payload", DocumentUpserted, DocumentDeleted)
+Payload = TypeVar("Payload", DocumentUpserted, DocumentDeleted, UploadCreated)
 
 
 def _payload(model: type[Payload], delivery: Delivery) -> Payload:
@@ -35,10 +37,16 @@ def _payload(model: type[Payload], delivery: Delivery) -> Payload:
         raise PoisonMessage(f"invalid {delivery.event.type} payload: {exc}") from exc
 
 
+def event_meta(delivery: Delivery) -> EventMeta:
+    event = delivery.event
+    return EventMeta(event_id=event.id, organization_id=event.orgid, tenant_id=event.tenantid, time=event.time)
+
+
 def make_kb_handler(ctx: IndexingContext, js: JetStreamContext) -> Callable[[Delivery], Awaitable[None]]:
+    @refuse_cross_tenant_writes
     async def handle(delivery: Delivery) -> None:
         event = delivery.event
-        meta = EventMeta(event_id=event.id, organization_id=event.orgid, tenant_id=event.tenantid, time=event.time)
+        meta = event_meta(delivery)
         result: DocumentIndexed | None
         if delivery.action == subjects.DOCUMENT_UPSERTED:
             doc = _payload(DocumentUpserted, delivery)
@@ -46,6 +54,9 @@ def make_kb_handler(ctx: IndexingContext, js: JetStreamContext) -> Callable[[Del
             result = await index_document(ctx, meta, doc, body or "")
         elif delivery.action == subjects.DOCUMENT_DELETED:
             result = await delete_document(ctx, meta, _payload(DocumentDeleted, delivery))
+        elif delivery.action == subjects.UPLOAD_CREATED:
+            await record_upload(ctx, meta, _payload(UploadCreated, delivery))
+            return
         else:
             raise PoisonMessage(f"unknown event {delivery.action!r} on {delivery.subject}")
         if result is not None:

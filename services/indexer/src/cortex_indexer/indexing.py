@@ -13,9 +13,11 @@ from datetime import UTC, datetime
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_contracts.documents import DocumentDeleted, DocumentIndexed, DocumentUpserted
+from cortex_contracts.uploads import UploadCreated
 from cortex_indexer import repository
 from cortex_indexer.chunking import Chunk, chunk_document
 from cortex_messaging.delivery import PoisonMessage
+from cortex_store.tenancy import bind_organization
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +50,8 @@ def _check_owner(stored: repository.StoredVersion | None, organization_id: uuid.
 
 async def _is_stale(ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUID, version: int) -> bool:
     """Cheap read before the expensive part: a duplicate or an older version needs no embedding."""
-    async with ctx.sessions() as session:
+    async with ctx.sessions() as session, session.begin():
+        await bind_organization(session, meta.organization_id)
         if await repository.was_processed(session, ctx.consumer, meta.event_id):
             return True
         stored = await repository.stored_version(session, document_id)
@@ -56,10 +59,16 @@ async def _is_stale(ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUI
         return stored is not None and stored.version >= version
 
 
-async def _embed_changed(ctx: IndexingContext, document_id: uuid.UUID, chunks: list[Chunk]) -> list[list[float]] | None:
+async def _embed_changed(
+    ctx: IndexingContext,
+    organization_id: uuid.UUID,
+    document_id: uuid.UUID,
+    chunks: list[Chunk],
+) -> list[list[float]] | None:
     if ctx.embed is None:
         return None
-    async with ctx.sessions() as session:
+    async with ctx.sessions() as session, session.begin():
+        await bind_organization(session, organization_id)
         known = await repository.embeddings_by_hash(session, document_id)
     missing = [chunk for chunk in chunks if chunk.content_hash not in known]
     fresh = dict(
@@ -77,9 +86,10 @@ async def index_document(
     if await _is_stale(ctx, meta, doc.document_id, doc.version):
         return None
     chunks = chunk_document(doc.title, body)
-    embeddings = await _embed_changed(ctx, doc.document_id, chunks)
+    embeddings = await _embed_changed(ctx, doc.organization_id, doc.document_id, chunks)
     now = datetime.now(UTC)
     async with ctx.sessions() as session, session.begin():
+        await bind_organization(session, doc.organization_id)
         if not await repository.claim_event(session, ctx.consumer, meta.event_id):
             return None
         if not await repository.organization_exists(session, doc.organization_id):
@@ -139,6 +149,7 @@ async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDe
     if doc.organization_id != meta.organization_id:
         raise PoisonMessage("payload organizationId differs from the event's orgid")
     async with ctx.sessions() as session, session.begin():
+        await bind_organization(session, doc.organization_id)
         if not await repository.claim_event(session, ctx.consumer, meta.event_id):
             return None
         if not await repository.organization_exists(session, doc.organization_id):
@@ -163,3 +174,15 @@ async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDe
         embedded=False,
         deleted=True,
     )
+
+
+async def record_upload(ctx: IndexingContext, meta: EventMeta, upload: UploadCreated) -> None:
+    if upload.organization_id != meta.organization_id:
+        raise PoisonMessage("payload organizationId differs from the event's orgid")
+    async with ctx.sessions() as session, session.begin():
+        await bind_organization(session, upload.organization_id)
+        if not await repository.claim_event(session, ctx.consumer, meta.event_id):
+            return
+        if not await repository.organization_exists(session, upload.organization_id):
+            raise UnknownOrganization(str(upload.organization_id))
+        await repository.insert_upload(session, upload)

@@ -9,7 +9,8 @@ from sqlalchemy import delete, exists, select, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from cortex_store.models import KbChunk, KbDocument, Organization, ProcessedEvent
+from cortex_contracts.uploads import UploadCreated
+from cortex_store.models import KbChunk, KbCitation, KbDocument, KbUpload, Organization, ProcessedEvent
 
 
 @dataclass(frozen=True)
@@ -99,4 +100,38 @@ async def tombstone_document(
             updated_at=at,
             deleted_at=at,
         )
+    )
+
+
+async def replace_citations(
+    session: AsyncSession,
+    organization_id: uuid.UUID,
+    document_id: uuid.UUID,
+    cited: list[uuid.UUID],
+) -> None:
+    await session.execute(delete(KbCitation).where(KbCitation.citing_id == document_id))
+    rows = [
+        {"organization_id": organization_id, "citing_id": document_id, "cited_id": target}
+        for target in dict.fromkeys(cited)
+        if target != document_id
+    ]
+    if rows:
+        await session.execute(insert(KbCitation), rows)
+
+
+async def insert_upload(session: AsyncSession, upload: UploadCreated) -> None:
+    """Uploads are immutable: the first event for an id wins."""
+    await session.execute(
+        insert(KbUpload)
+        .values(
+            id=upload.upload_id,
+            organization_id=upload.organization_id,
+            work_id=upload.work_id,
+            filename=upload.filename,
+            media_type=upload.media_type,
+            size_bytes=upload.size_bytes,
+            object_bucket=upload.object.bucket if upload.object else None,
+            object_name=upload.object.name if upload.object else None,
+        )
+        .on_conflict_do_nothing()
     )

@@ -1,0 +1,266 @@
+"""Ingest throughput: KB events in, searchable documents out, against the bare embedder.
+
+`python -m bench.ingest [-n 300] [--seed 7]`
+
+N synthetic markdown documents (~1 KB, one or two `##` sections) are published as
+`kb.<orgId>.document.upserted` events to a fresh organization, as an upstream KB service would. The
+clock runs from the first publish until the indexer has reported every document with
+`cortex.<orgId>.document.indexed`; then one walk through GET /api/memory over HTTP confirms the
+organization holds exactly those N documents, and one search finds a document by its title.
+
+The same run measures the bare embedder: this process loads the local model and embeds exactly the
+same passages (chunk_document(title, body) → embedding_input()), batch size 64 — once before the
+pipeline and once after, never while the pipeline runs (the indexer loads its own model). The
+figure of merit is pipeline docs/s ÷ mean bare docs/s (goal ≥ 0.85).
+"""
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+from nats.aio.msg import Msg
+
+from bench.corpus import TextGenerator
+from bench.harness import Deployment, Member, deployment, new_member
+from bench.report import environment, table, write_json
+from cortex_contracts import subjects
+from cortex_contracts.documents import TYPE_DOCUMENT_UPSERTED
+from cortex_contracts.envelope import Envelope, new_envelope
+from cortex_embedding.local_model import LocalSentenceTransformer, load_local_embedder
+from cortex_indexer.chunking import chunk_document
+from cortex_messaging.connection import connect
+from cortex_messaging.publisher import publish_event
+
+GOAL_RATIO = 0.85
+PAGE_SIZE = 100
+WARMUP_TEXTS = 64
+
+
+@dataclass(frozen=True)
+class Document:
+    id: uuid.UUID
+    title: str
+    body: str
+
+
+@dataclass
+class IndexedLog:
+    """Arrival time and chunk count of each expected document's `document.indexed` event."""
+
+    expected: set[str]
+    arrivals: dict[str, float] = field(default_factory=dict)
+    chunks: dict[str, int] = field(default_factory=dict)
+    not_embedded: list[str] = field(default_factory=list)
+    complete: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def on_message(self, msg: Msg) -> None:
+        data = json.loads(msg.data)["data"]
+        document_id = data["documentId"]
+        if document_id not in self.expected or document_id in self.arrivals:
+            return
+        self.arrivals[document_id] = time.perf_counter()
+        self.chunks[document_id] = int(data["chunks"])
+        if not data.get("embedded"):
+            self.not_embedded.append(document_id)
+        if len(self.arrivals) == len(self.expected):
+            self.complete.set()
+
+
+def upsert_event(org_id: uuid.UUID, doc: Document) -> Envelope:
+    """The event an upstream KB service publishes (the same shape as tests/events.py `upsert_event`)."""
+    data = {
+        "documentId": str(doc.id),
+        "organizationId": str(org_id),
+        "title": doc.title,
+        "body": doc.body,
+        "version": 1,
+    }
+    return new_envelope(
+        event_type=TYPE_DOCUMENT_UPSERTED, source="bench/upstream", org_id=org_id, subject=str(doc.id), data=data
+    )
+
+
+def make_documents(n: int, seed: int, target_bytes: int) -> list[Document]:
+    generator = TextGenerator(seed)
+    documents = []
+    for _ in range(n):
+        title, body = generator.markdown_document(target_bytes)
+        documents.append(Document(uuid.uuid4(), title, body))
+    return documents
+
+
+def embedding_inputs(documents: list[Document]) -> list[str]:
+    return [chunk.embedding_input() for doc in documents for chunk in chunk_document(doc.title, doc.body)]
+
+
+def measure_bare(model: LocalSentenceTransformer, texts: list[str], documents: int) -> dict[str, float]:
+    started = time.perf_counter()
+    vectors = model.embed(texts)
+    seconds = time.perf_counter() - started
+    assert len(vectors) == len(texts)
+    return {"seconds": seconds, "docs_per_s": documents / seconds, "chunks_per_s": len(texts) / seconds}
+
+
+async def _wait_with_progress(log: IndexedLog, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not log.complete.is_set():
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError(f"only {len(log.arrivals)}/{len(log.expected)} documents indexed in {timeout:g} s")
+        try:
+            await asyncio.wait_for(log.complete.wait(), timeout=min(15.0, remaining))
+        except TimeoutError:
+            print(f"  … {len(log.arrivals)}/{len(log.expected)} documents indexed", file=sys.stderr, flush=True)
+
+
+async def _confirm(dep: Deployment, member: Member, documents: list[Document]) -> dict[str, Any]:
+    """Walk the whole feed over HTTP (exactly the N documents), and find one document by its title."""
+    started = time.perf_counter()
+    seen: list[str] = []
+    async with httpx.AsyncClient(base_url=dep.base_url, headers=member.headers, timeout=30) as client:
+        params: dict[str, Any] = {"limit": PAGE_SIZE}
+        while True:
+            response = await client.get("/api/memory", params=params)
+            response.raise_for_status()
+            page = response.json()
+            seen += [item["id"] for item in page["items"]]
+            if not page.get("nextCursor"):
+                break
+            params = {"limit": PAGE_SIZE, "cursor": page["nextCursor"]}
+        probe = documents[len(documents) // 2]
+        response = await client.get("/api/memory", params={"q": probe.title, "limit": 20})
+        response.raise_for_status()
+        found = [item["id"] for item in response.json()["items"]]
+    expected = {str(doc.id) for doc in documents}
+    assert len(seen) == len(documents), f"feed lists {len(seen)} documents, expected {len(documents)}"
+    assert set(seen) == expected, "feed lists other documents than those published"
+    assert str(probe.id) in found, f"search for the title {probe.title!r} did not find its document"
+    return {
+        "seconds": time.perf_counter() - started,
+        "feed_documents": len(seen),
+        "title_search_rank": found.index(str(probe.id)) + 1,
+    }
+
+
+async def measure_pipeline(dep: Deployment, documents: list[Document], timeout: float) -> dict[str, Any]:
+    member = await new_member(dep, "bench-ingest")
+    nc = await connect(dep.nats_url, name="bench-ingest")
+    try:
+        js = nc.jetstream()
+        log = IndexedLog(expected={str(doc.id) for doc in documents})
+        subscription = await nc.subscribe(subjects.cortex_document_indexed(member.org_id), cb=log.on_message)
+        await nc.flush()
+        events = [upsert_event(member.org_id, doc) for doc in documents]
+        subject = subjects.kb_document_upserted(member.org_id)
+        started = time.perf_counter()
+        for event in events:
+            await publish_event(js, subject, event)
+        published = time.perf_counter()
+        await _wait_with_progress(log, timeout)
+        finished = max(log.arrivals.values())
+        first = min(log.arrivals.values())
+        await subscription.unsubscribe()
+    finally:
+        await nc.drain()
+    assert not log.not_embedded, f"{len(log.not_embedded)} documents were indexed without embeddings"
+    confirmation = await _confirm(dep, member, documents)
+    seconds = finished - started
+    chunks = sum(log.chunks.values())
+    return {
+        "organization": member.slug,
+        "seconds": seconds,
+        "docs_per_s": len(documents) / seconds,
+        "chunks_per_s": chunks / seconds,
+        "chunks_indexed": chunks,
+        "publish_seconds": published - started,
+        "first_indexed_after_seconds": first - started,
+        "confirmation": confirmation,
+    }
+
+
+def _print_report(result: dict[str, Any]) -> None:
+    bare_before, bare_after = result["bare_before"], result["bare_after"]
+    pipeline = result["pipeline"]
+    corpus = result["corpus"]
+    print()
+    print(
+        f"Ingest: {corpus['documents']} documents, {corpus['chunks']} chunks, "
+        f"{corpus['bytes'] / 1024:.0f} KiB of markdown (seed {corpus['seed']})"
+    )
+    rows = [
+        ["bare embedder, before", bare_before["seconds"], bare_before["docs_per_s"], bare_before["chunks_per_s"]],
+        ["bare embedder, after", bare_after["seconds"], bare_after["docs_per_s"], bare_after["chunks_per_s"]],
+        ["bare embedder, mean", "", result["bare_docs_per_s"], result["bare_chunks_per_s"]],
+        ["pipeline, publish→indexed", pipeline["seconds"], pipeline["docs_per_s"], pipeline["chunks_per_s"]],
+    ]
+    print(table(["measurement", "seconds", "docs/s", "chunks/s"], rows))
+    verdict = "meets" if result["ratio"] >= GOAL_RATIO else "BELOW"
+    print(f"\nratio pipeline/bare = {result['ratio']:.2f}  ({verdict} the goal of ≥ {GOAL_RATIO})")
+    print(
+        f"publishing took {pipeline['publish_seconds']:.2f} s; first document indexed after "
+        f"{pipeline['first_indexed_after_seconds']:.2f} s; HTTP confirmation: the feed lists "
+        f"{pipeline['confirmation']['feed_documents']} documents, a title search ranks its document "
+        f"#{pipeline['confirmation']['title_search_rank']} ({pipeline['confirmation']['seconds']:.2f} s)"
+    )
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.ingest", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", "--documents", type=int, default=300, help="documents to publish (default 300)")
+    parser.add_argument("--seed", type=int, default=7, help="corpus seed (default 7)")
+    parser.add_argument("--doc-bytes", type=int, default=1000, help="approximate size of a document (default 1000)")
+    parser.add_argument("--timeout", type=float, default=1800, help="longest wait for the indexer, seconds")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    documents = make_documents(args.documents, args.seed, args.doc_bytes)
+    texts = embedding_inputs(documents)
+    corpus = {
+        "documents": len(documents),
+        "chunks": len(texts),
+        "bytes": sum(len(doc.body.encode()) for doc in documents),
+        "seed": args.seed,
+    }
+    print(f"{corpus['documents']} documents → {corpus['chunks']} chunks; starting PostgreSQL, NATS and services…")
+    with deployment("ingest") as dep:
+        model = load_local_embedder()
+        if model is None:
+            print("the local embedding model is not installed: nothing to compare against", file=sys.stderr)
+            return 2
+        model.embed(texts[:WARMUP_TEXTS])  # first-call overheads out of the measurement
+        print("bare embedder (before)…", flush=True)
+        bare_before = measure_bare(model, texts, len(documents))
+        print("pipeline…", flush=True)
+        pipeline = asyncio.run(measure_pipeline(dep, documents, args.timeout))
+        print("bare embedder (after)…", flush=True)
+        bare_after = measure_bare(model, texts, len(documents))
+    bare_docs = (bare_before["docs_per_s"] + bare_after["docs_per_s"]) / 2
+    result = {
+        "benchmark": "ingest",
+        "environment": environment(),
+        "corpus": corpus,
+        "embedder": {"model": model.name, "batch_size": 64},
+        "bare_before": bare_before,
+        "bare_after": bare_after,
+        "bare_docs_per_s": bare_docs,
+        "bare_chunks_per_s": (bare_before["chunks_per_s"] + bare_after["chunks_per_s"]) / 2,
+        "pipeline": pipeline,
+        "ratio": pipeline["docs_per_s"] / bare_docs,
+        "goal_ratio": GOAL_RATIO,
+    }
+    _print_report(result)
+    path = write_json("ingest", result)
+    print(f"\nwritten to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

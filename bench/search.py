@@ -1,0 +1,367 @@
+"""Search latency through the gateway as an organization grows: GET /api/memory?q=… at 1k, 10k, 100k chunks.
+
+`python -m bench.search [--sizes 1000,10000] [--requests 300] [--concurrency 4]`
+(`--sizes 1000,10000,100000` for the full report).
+
+The aggregator and gateway run as their own processes with local query embeddings on (hybrid search:
+lexical leg + dense leg, fused). The corpus is written straight into PostgreSQL (bench/dataset.py),
+one organization grown step by step to each size, with a small organization beside it; ANALYZE runs
+after every load. At each size: a warm-up, then `--requests` searches from `--concurrency` clients
+at once (asyncio + httpx), queries drawn from the corpus vocabulary; p50/p95/p99/mean per size, then
+the growth factors between sizes. A sanity check searches the small organization (it must find its
+own documents, and only those), and its latency is measured too. With `--explain` (the default) the
+aggregator's retrieval statements are EXPLAIN ANALYZEd at every size (plans in
+bench/results/search-explain.txt).
+
+THE BULK VECTORS ARE SYNTHETIC: `--real-vectors` passages are embedded with the local model; every
+other passage carries a real vector of its topic plus small noise, renormalized. See bench/dataset.py.
+
+For context, the bare cost of embedding one query with the local model in this process is measured
+too (before the services start, so nothing competes for the CPU).
+"""
+
+import argparse
+import asyncio
+import itertools
+import os
+import sys
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import numpy as np
+
+from bench import dataset
+from bench.corpus import TextGenerator
+from bench.dataset import Passage, SyntheticVectors, Vectors
+from bench.explain import Plan, retrieval_plans
+from bench.harness import RESULTS_DIR, Deployment, Member, asyncpg_dsn, deployment, new_member
+from bench.report import environment, latency_summary, table, write_json
+from cortex_embedding.local_model import LocalSentenceTransformer, load_local_embedder
+
+SMALL_ORG_PASSAGES = 60
+QUERY_POOL = 400
+SMALL_ORG_REQUESTS = 100
+EXPLAIN_FILE = RESULTS_DIR / "search-explain.txt"
+
+
+@dataclass(frozen=True)
+class Corpus:
+    big: list[Passage]
+    small: list[Passage]
+    real_vectors: Vectors  # for big[:len(real_vectors)]
+    small_vectors: Vectors
+    queries: list[str]
+    query_vectors: dict[str, list[float]]  # for EXPLAIN
+
+
+@dataclass(frozen=True)
+class Run:
+    latencies: list[float]
+    errors: dict[str, int]
+    seconds: float
+    empty_results: int
+
+
+async def fire(
+    base_url: str, headers: dict[str, str], queries: Sequence[str], total: int, concurrency: int, limit: int
+) -> Run:
+    """`total` searches from `concurrency` clients, each sending its next request when the last returns."""
+    counter = itertools.count()
+    latencies: list[float] = []
+    errors: dict[str, int] = {}
+    empty = 0
+
+    async def client() -> None:
+        nonlocal empty
+        async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=60) as http:
+            while (index := next(counter)) < total:
+                q = queries[index % len(queries)]
+                started = time.perf_counter()
+                try:
+                    response = await http.get("/api/memory", params={"q": q, "limit": limit})
+                    body = response.json()
+                except (httpx.HTTPError, ValueError) as exc:
+                    errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
+                    continue
+                elapsed = time.perf_counter() - started
+                if response.status_code != 200:
+                    errors[str(response.status_code)] = errors.get(str(response.status_code), 0) + 1
+                    continue
+                latencies.append(elapsed)
+                empty += not body["items"]
+
+    started = time.perf_counter()
+    await asyncio.gather(*(client() for _ in range(concurrency)))
+    return Run(latencies, errors, time.perf_counter() - started, empty)
+
+
+async def search_ids(base_url: str, member: Member, q: str) -> list[str]:
+    async with httpx.AsyncClient(base_url=base_url, headers=member.headers, timeout=60) as http:
+        response = await http.get("/api/memory", params={"q": q, "limit": 50})
+        response.raise_for_status()
+        return [item["id"] for item in response.json()["items"]]
+
+
+async def org_document_ids(connection: Any, org: uuid.UUID) -> set[str]:
+    rows = await connection.fetch("SELECT id FROM kb_documents WHERE organization_id = $1", org)
+    return {str(row["id"]) for row in rows}
+
+
+async def sanity(dep: Deployment, connection: Any, big: Member, small: Member, corpus: Corpus) -> dict[str, Any]:
+    """A search in the small org finds its own documents and nothing else; the big org's never shows them."""
+    q = corpus.small[0].title
+    small_ids = await org_document_ids(connection, small.org_id)
+    found_small = await search_ids(dep.base_url, small, q)
+    found_big = await search_ids(dep.base_url, big, q)
+    assert found_small, f"a search for {q!r} in the small organization found nothing"
+    assert set(found_small) <= small_ids, "the small organization's search returned another organization's items"
+    assert not set(found_big) & small_ids, "the big organization's search returned the small organization's items"
+    return {"query": q, "small_org_results": len(found_small), "big_org_results": len(found_big)}
+
+
+def _measure_query_embedding(model: LocalSentenceTransformer, queries: Sequence[str]) -> dict[str, float]:
+    for q in queries[:10]:
+        model.embed([q])
+    seconds = []
+    for q in queries[:200]:
+        started = time.perf_counter()
+        model.embed([q])
+        seconds.append(time.perf_counter() - started)
+    return latency_summary(seconds)
+
+
+def build_corpus(args: argparse.Namespace, max_size: int) -> tuple[Corpus, dict[str, float]]:
+    generator = TextGenerator(args.seed)
+    big = dataset.make_passages(generator, max_size)
+    small = dataset.make_passages(generator, SMALL_ORG_PASSAGES)
+    queries = list(dict.fromkeys(TextGenerator(args.seed + 1).query() for _ in range(QUERY_POOL * 3)))[:QUERY_POOL]
+    model = load_local_embedder()
+    if model is None:
+        raise SystemExit("the local embedding model is not installed: search would be lexical-only")
+    real_count = min(args.real_vectors, len(big))
+    print(f"embedding {real_count} + {len(small)} real passages with the local model…", flush=True)
+    real = np.array(model.embed([p.embedding_input() for p in big[:real_count]]), dtype=np.float32)
+    small_vectors = np.array(model.embed([p.embedding_input() for p in small]), dtype=np.float32)
+    query_cost = _measure_query_embedding(model, queries)
+    explain_queries = queries[:3]
+    query_vectors = dict(zip(explain_queries, model.embed(explain_queries), strict=True))
+    corpus = Corpus(big, small, real, small_vectors, queries, query_vectors)
+    return corpus, query_cost
+
+
+async def measure_size(
+    dep: Deployment, big: Member, small: Member, corpus: Corpus, size: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    queries = corpus.queries
+    warmup = await fire(dep.base_url, big.headers, queries[::-1], args.warmup, args.concurrency, args.limit)
+    if warmup.errors:
+        raise RuntimeError(f"warm-up at {size} chunks failed: {warmup.errors}")
+    run = await fire(dep.base_url, big.headers, queries, args.requests, args.concurrency, args.limit)
+    small_run = await fire(dep.base_url, small.headers, queries, SMALL_ORG_REQUESTS, args.concurrency, args.limit)
+    return {
+        "size": size,
+        "latency_ms": latency_summary(run.latencies) if run.latencies else None,
+        "requests": args.requests,
+        "errors": run.errors,
+        "empty_results": run.empty_results,
+        "throughput_rps": len(run.latencies) / run.seconds,
+        "small_org_latency_ms": latency_summary(small_run.latencies) if small_run.latencies else None,
+        "small_org_errors": small_run.errors,
+    }
+
+
+async def run_sizes(dep: Deployment, corpus: Corpus, sizes: Sequence[int], args: argparse.Namespace) -> dict[str, Any]:
+    big = await new_member(dep, "bench-big")
+    small = await new_member(dep, "bench-small")
+    connection = await dataset.connect(asyncpg_dsn(dep.database_url))
+    synthetic = SyntheticVectors(
+        corpus.real_vectors, [p.topic for p in corpus.big[: len(corpus.real_vectors)]], args.noise, args.seed
+    )
+    results: list[dict[str, Any]] = []
+    plans: dict[int, list[Plan]] = {}
+    now = dataset.utc_now()
+    try:
+        versions = await dataset.server_versions(connection)
+        await dataset.insert_passages(connection, small.org_id, corpus.small, corpus.small_vectors, now=now, seed=1)
+        loaded = 0
+        for size in sizes:
+            started = time.perf_counter()
+            real_end = min(size, len(corpus.real_vectors))
+            if loaded < real_end:
+                await dataset.insert_passages(
+                    connection,
+                    big.org_id,
+                    corpus.big[loaded:real_end],
+                    corpus.real_vectors[loaded:real_end],
+                    now=now,
+                    seed=loaded,
+                )
+                loaded = real_end
+            if loaded < size:
+                rest = corpus.big[loaded:size]
+                await dataset.insert_passages(
+                    connection, big.org_id, rest, synthetic.for_passages(rest), now=now, seed=loaded
+                )
+                loaded = size
+            await dataset.analyze(connection)
+            load_seconds = time.perf_counter() - started
+            print(f"{size:>7} chunks loaded (+ANALYZE in {load_seconds:.1f} s); measuring…", flush=True)
+            check = await sanity(dep, connection, big, small, corpus)
+            print(
+                f"        sanity: small org search {check['query']!r} → {check['small_org_results']} of its own "
+                f"documents; big org shows none of them ✓",
+                flush=True,
+            )
+            result = await measure_size(dep, big, small, corpus, size, args)
+            result |= {"load_seconds": load_seconds, "sanity": check}
+            if args.explain:
+                q = next(iter(corpus.query_vectors))
+                plans[size] = await retrieval_plans(dep.database_url, big.org_id, q, corpus.query_vectors[q])
+                result["explain_ms"] = {plan.statement: plan.execution_ms for plan in plans[size]}
+                result["explain_query"] = q
+            results.append(result)
+            _print_size(result)
+    finally:
+        await connection.close()
+    if plans:
+        _write_plans(plans)
+    return {"sizes": results, "servers": versions, "big_org": big.slug, "small_org": small.slug}
+
+
+def _print_size(result: dict[str, Any]) -> None:
+    latency = result["latency_ms"]
+    if latency is None:
+        print(f"        no successful request: {result['errors']}")
+        return
+    print(
+        f"        p50 {latency['p50']:.1f} ms  p99 {latency['p99']:.1f} ms  "
+        f"({result['throughput_rps']:.1f} req/s, errors {result['errors'] or 'none'})",
+        flush=True,
+    )
+
+
+def _write_plans(plans: dict[int, list[Plan]]) -> None:
+    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+    with EXPLAIN_FILE.open("w") as out:
+        for size, size_plans in plans.items():
+            for plan in size_plans:
+                out.write(f"===== {size} chunks: {plan.statement} ({plan.execution_ms} ms)\n{plan.text}\n\n")
+
+
+def _growth(results: Sequence[dict[str, Any]], metric: str) -> list[str]:
+    factors = []
+    for smaller, larger in itertools.pairwise(results):
+        if smaller["latency_ms"] and larger["latency_ms"]:
+            factor = larger["latency_ms"][metric] / smaller["latency_ms"][metric]
+            factors.append(f"{smaller['size']:,}→{larger['size']:,}: ×{factor:.2f}")
+    return factors
+
+
+def _print_report(report: dict[str, Any]) -> None:
+    sizes = report["sizes"]
+    print()
+    print(
+        f"Search: GET /api/memory?q=…&limit={report['parameters']['limit']}, "
+        f"{report['parameters']['concurrency']} concurrent clients, {report['parameters']['requests']} requests "
+        f"per size after {report['parameters']['warmup']} warm-up; hybrid (local query embeddings on)"
+    )
+    print(
+        f"corpus: one chunk per document; {report['parameters']['real_vectors']} real vectors, THE REST SYNTHETIC "
+        f"(real vector of the same topic + N(0, {report['parameters']['noise']}²) noise, renormalized)"
+    )
+    rows = []
+    for r in sizes:
+        lat = r["latency_ms"] or {}
+        small = r["small_org_latency_ms"] or {}
+        rows.append(
+            [
+                f"{r['size']:,}",
+                lat.get("p50", float("nan")),
+                lat.get("p95", float("nan")),
+                lat.get("p99", float("nan")),
+                lat.get("mean", float("nan")),
+                r["throughput_rps"],
+                sum(r["errors"].values()),
+                small.get("p50", float("nan")),
+                small.get("p99", float("nan")),
+            ]
+        )
+    headers = ["chunks", "p50 ms", "p95 ms", "p99 ms", "mean ms", "req/s", "errors", "small p50", "small p99"]
+    print(table(headers, rows))
+    if len(sizes) > 1:
+        print("growth p50: " + "; ".join(_growth(sizes, "p50")))
+        print("growth p99: " + "; ".join(_growth(sizes, "p99")))
+    embed = report["query_embedding_ms"]
+    print(
+        f"bare query embedding (one query, this process, idle services): p50 {embed['p50']:.1f} ms, "
+        f"p99 {embed['p99']:.1f} ms"
+    )
+    explained = [r for r in sizes if "explain_ms" in r]
+    if explained:
+        statements = list(explained[0]["explain_ms"])
+        print(f"\nEXPLAIN ANALYZE (warm), big org, query {explained[0]['explain_query']!r}, ms:")
+        print(
+            table(
+                ["statement", *(f"{r['size']:,}" for r in explained)],
+                [[s, *(r["explain_ms"].get(s) or float("nan") for r in explained)] for s in statements],
+            )
+        )
+        print(f"plans: {EXPLAIN_FILE}")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.search", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="1000,10000", help="chunk counts, ascending (default 1000,10000)")
+    parser.add_argument("--requests", type=int, default=300, help="measured requests per size (default 300)")
+    parser.add_argument("--warmup", type=int, default=40, help="warm-up requests per size (default 40)")
+    parser.add_argument("--concurrency", type=int, default=4, help="concurrent clients (default 4)")
+    parser.add_argument("--limit", type=int, default=20, help="page size asked for (default 20)")
+    parser.add_argument("--real-vectors", type=int, default=400, help="passages embedded for real (default 400)")
+    parser.add_argument("--noise", type=float, default=0.025, help="σ of the noise on synthetic vectors")
+    parser.add_argument("--seed", type=int, default=11, help="corpus seed (default 11)")
+    parser.add_argument("--explain", action=argparse.BooleanOptionalAction, default=True, help="EXPLAIN ANALYZE")
+    args = parser.parse_args(argv)
+    args.size_list = [int(s) for s in args.sizes.split(",") if s.strip()]
+    if args.size_list != sorted(set(args.size_list)) or not args.size_list:
+        parser.error("--sizes must be distinct chunk counts in ascending order")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    sizes: list[int] = args.size_list
+    load_before = os.getloadavg()
+    corpus, query_cost = build_corpus(args, sizes[-1])
+    print("starting PostgreSQL, NATS, aggregator and gateway…", flush=True)
+    with deployment("search", services=("aggregator", "gateway")) as dep:
+        measured = asyncio.run(run_sizes(dep, corpus, sizes, args))
+    report: dict[str, Any] = {
+        "benchmark": "search",
+        "environment": environment() | {"load_average_before": load_before, "load_average_after": os.getloadavg()},
+        "parameters": {
+            "sizes": sizes,
+            "requests": args.requests,
+            "warmup": args.warmup,
+            "concurrency": args.concurrency,
+            "limit": args.limit,
+            "real_vectors": min(args.real_vectors, sizes[-1]),
+            "noise": args.noise,
+            "seed": args.seed,
+            "small_org_documents": SMALL_ORG_PASSAGES,
+            "vectors": "synthetic beyond the real ones: real vector of the same topic + Gaussian noise, renormalized",
+        },
+        "query_embedding_ms": query_cost,
+        **measured,
+    }
+    _print_report(report)
+    path = write_json("search", report)
+    print(f"\nwritten to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

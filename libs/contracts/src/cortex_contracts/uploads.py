@@ -1,0 +1,20 @@
+"""`kb.<orgId>.upload.created`: a file was uploaded; its bytes are in the Object Store."""
+
+from uuid import UUID
+
+from pydantic import Field
+
+from cortex_contracts.base import WireModel
+from cortex_contracts.documents import ObjectRef
+
+TYPE_UPLOAD_CREATED = "kb.upload.created"
+
+
+class UploadCreated(WireModel):
+    upload_id: UUID = Field(description="The upload.")
+    organization_id: UUID = Field(description="Owning organization.")
+    work_id: UUID | None = Field(default=None, description="Work it was uploaded to; absent = org-wide.")
+    filename: str = Field(min_length=1, max_length=500, description="Original file name.")
+    media_type: str = Field(min_length=1, max_length=200, description="e.g. `application/pdf`.")
+    size_bytes: int = Field(ge=0, description="Size of the file.")
+    object: ObjectRef | None = Field(default=None, description="Where the bytes are.")

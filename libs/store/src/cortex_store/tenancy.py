@@ -1,0 +1,37 @@
+"""Bind a transaction to one organization: row-level security then shows only that organization's rows.
+
+The setting is transaction-local (`set_config(..., true)`), so a pooled connection never carries one
+request's organization into the next.
+"""
+
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+ORG_SETTING = "cortex.organization_id"
+APP_ROLE = "cortex_app"
+
+
+async def bind_organization(session: AsyncSession, organization_id: uuid.UUID) -> None:
+    await session.execute(text(f"SELECT set_config('{ORG_SETTING}', :org, true)"), {"org": str(organization_id)})
+
+
+@asynccontextmanager
+async def org_transaction(
+    sessions: async_sessionmaker[AsyncSession],
+    organization_id: uuid.UUID,
+) -> AsyncIterator[AsyncSession]:
+    """One transaction that sees and writes only `organization_id`'s rows; commits on success."""
+    async with sessions() as session, session.begin():
+        await bind_organization(session, organization_id)
+        yield session
+
+
+def app_role_url(owner_url: str) -> str:
+    """The same server and database, as the application role (for servers that trust local logins,
+    like the embedded one). Elsewhere, give the services the app role's own DATABASE_URL."""
+    return make_url(owner_url).set(username=APP_ROLE, password=None).render_as_string(hide_password=False)

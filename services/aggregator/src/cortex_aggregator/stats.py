@@ -1,0 +1,25 @@
+"""Headline numbers of an organization's memory."""
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from cortex_contracts.rpc import Stats, StatsRequest
+from cortex_store.tenancy import org_transaction
+
+DOCUMENT_STATS = text("""
+SELECT count(*) AS documents, count(DISTINCT work_id) AS works, max(last_indexed_at) AS last_indexed_at
+FROM kb_documents WHERE organization_id = :org AND deleted_at IS NULL
+""")
+
+
+async def stats(sessions: async_sessionmaker[AsyncSession], request: StatsRequest) -> Stats:
+    async with org_transaction(sessions, request.organization_id) as session:
+        row = (await session.execute(DOCUMENT_STATS, {"org": request.organization_id})).one()
+    # Concepts and memory entries arrive with the memory and synthesis work; none exist yet.
+    return Stats(
+        documents_indexed=row.documents,
+        concepts_synthesized=0,
+        works_covered=row.works,
+        memory_entries=0,
+        last_indexed_at=row.last_indexed_at,
+    )

@@ -1,0 +1,119 @@
+"""Request limits: bodies over the limit get 413 before they are read whole; each credential gets a
+token bucket and 429 with Retry-After when it is empty.
+
+The rate limit is kept per gateway copy (in memory): with N copies behind a balancer a credential
+gets up to N times the configured rate.
+"""
+
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from cortex_gateway.problems import PROBLEM_JSON
+
+
+async def _send_problem(
+    send: Send, status: int, title: str, detail: str, headers: dict[str, str] | None = None
+) -> None:
+    body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail}).encode()
+    raw_headers = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode())]
+    raw_headers += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send({"type": "http.response.start", "status": status, "headers": raw_headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await _send_problem(
+                send, 413, "Content Too Large", f"Request bodies are limited to {self.max_bytes} bytes."
+            )
+            return
+        received = 0
+        started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise _TooLarge
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except _TooLarge:
+            if not started:
+                await _send_problem(
+                    send, 413, "Content Too Large", f"Request bodies are limited to {self.max_bytes} bytes."
+                )
+
+
+@dataclass
+class _Bucket:
+    tokens: float
+    updated: float
+
+
+class RateLimit:
+    """Token bucket per credential (the Authorization header); anonymous requests are not limited here."""
+
+    MAX_TRACKED = 100_000
+
+    def __init__(self, app: ASGIApp, per_minute: int, burst: int) -> None:
+        self.app = app
+        self.rate = per_minute / 60.0
+        self.burst = float(burst)
+        self.buckets: dict[bytes, _Bucket] = {}
+
+    def _take(self, key: bytes) -> float:
+        """0 when allowed, else seconds until a token is free."""
+        now = time.monotonic()
+        bucket = self.buckets.get(key)
+        if bucket is None:
+            if len(self.buckets) >= self.MAX_TRACKED:
+                self.buckets.clear()
+            bucket = self.buckets[key] = _Bucket(self.burst, now)
+        bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.updated) * self.rate)
+        bucket.updated = now
+        if bucket.tokens >= 1:
+            bucket.tokens -= 1
+            return 0.0
+        return (1 - bucket.tokens) / self.rate
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        authorization = dict(scope.get("headers", [])).get(b"authorization") if scope["type"] == "http" else None
+        if authorization:
+            wait = self._take(hashlib.sha256(authorization).digest())
+            if wait > 0:
+                await _send_problem(
+                    send,
+                    429,
+                    "Too Many Requests",
+                    "Slow down: this credential's rate limit is spent.",
+                    {"Retry-After": str(math.ceil(wait))},
+                )
+                return
+        await self.app(scope, receive, send)

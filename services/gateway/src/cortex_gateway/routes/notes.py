@@ -1,0 +1,149 @@
+"""`POST /api/memory/documents`: an admin adds an org note; it is published as a KB event like any other."""
+
+import asyncio
+import json
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from cortex_contracts import subjects
+from cortex_contracts.doc_classes import DOC_CLASSES
+from cortex_contracts.documents import MAX_BODY_CHARS, TYPE_DOCUMENT_UPSERTED, DocumentUpserted, Tag
+from cortex_contracts.envelope import Envelope, new_envelope
+from cortex_contracts.rpc import ItemReply, ItemRequest
+from cortex_gateway.aggregator_client import ask_aggregator
+from cortex_gateway.auth import AdminDep, Caller, ResourcesDep
+from cortex_gateway.problems import Problem
+from cortex_gateway.resources import Resources
+from cortex_gateway.routes.responses import ERRORS, problem
+from cortex_messaging.publisher import publish_event
+
+router = APIRouter(prefix="/api/memory", tags=["memory"])
+
+NOTE_SOURCE = "note"
+IDEMPOTENCY_NAMESPACE = uuid.UUID("0b7e4a52-8f5c-4e0a-9a53-2c4d7f1e6b90")
+
+
+class NoteCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    title: str = Field(min_length=1, max_length=300, description="1–300 characters.")
+    body: str | None = Field(default=None, max_length=MAX_BODY_CHARS, description="Markdown, at most 1 MiB.")
+    doc_class: str | None = Field(default=None, alias="docClass", description=f"One of: {', '.join(DOC_CLASSES)}.")
+    tags: list[Tag] = Field(default_factory=list, max_length=32, description="At most 32 tags of ≤ 64 characters.")
+
+    @field_validator("title")
+    @classmethod
+    def _title_has_text(cls, title: str) -> str:
+        if not title.strip():
+            raise ValueError("title must not be blank")
+        return title.strip()
+
+    @field_validator("doc_class")
+    @classmethod
+    def _known_class(cls, doc_class: str | None) -> str | None:
+        if doc_class is not None and doc_class not in DOC_CLASSES:
+            raise ValueError(f"docClass must be one of {', '.join(DOC_CLASSES)}")
+        return doc_class
+
+
+class Created(BaseModel):
+    id: uuid.UUID
+
+
+def _note_event(caller: Caller, note: NoteCreate, document_id: uuid.UUID) -> Envelope:
+    payload = DocumentUpserted(
+        document_id=document_id,
+        organization_id=caller.organization_id,
+        title=note.title,
+        body=note.body or "",
+        doc_class=note.doc_class,
+        tags=note.tags,
+        source=NOTE_SOURCE,
+        version=1,
+    )
+    return new_envelope(
+        event_type=TYPE_DOCUMENT_UPSERTED,
+        source="cortex/gateway",
+        org_id=caller.organization_id,
+        subject=str(document_id),
+        data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
+        tenant_id=caller.tenant_id,
+        event_id=f"note-{document_id}",
+    )
+
+
+async def _already_indexed(res: Resources, caller: Caller, document_id: uuid.UUID) -> bool:
+    try:
+        await ask_aggregator(
+            res,
+            subjects.RPC_AGGREGATOR_ITEM,
+            ItemRequest(organization_id=caller.organization_id, document_id=document_id),
+            ItemReply,
+        )
+    except Problem as exc:
+        if exc.status == 404:
+            return False
+        raise
+    return True
+
+
+async def _publish_and_wait(res: Resources, caller: Caller, event: Envelope, document_id: uuid.UUID) -> None:
+    indexed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+
+    async def on_indexed(msg: Any) -> None:
+        if json.loads(msg.data).get("data", {}).get("documentId") == str(document_id) and not indexed.done():
+            indexed.set_result(True)
+
+    subscription = await res.nc.subscribe(subjects.cortex_document_indexed(caller.organization_id), cb=on_indexed)
+    try:
+        await publish_event(res.js, subjects.kb_document_upserted(caller.organization_id), event)
+        if not await _already_indexed(res, caller, document_id):  # a retried request may find it done
+            await asyncio.wait_for(indexed, timeout=res.settings.wait_timeout_seconds)
+    except TimeoutError as exc:
+        raise Problem(504, f"Note {document_id} was accepted but not indexed in time; it will still appear.") from exc
+    finally:
+        await subscription.unsubscribe()
+
+
+@router.post(
+    "/documents",
+    status_code=202,
+    response_model=Created,
+    summary="Add an org note (admin)",
+    responses={
+        201: {"model": Created, "description": "Indexed and searchable (with ?wait=true)"},
+        403: problem("Not an admin"),
+        504: problem("Not indexed within the wait timeout"),
+        **ERRORS,
+    },
+)
+async def create_note(
+    note: NoteCreate,
+    caller: AdminDep,
+    res: ResourcesDep,
+    wait: Annotated[bool, Query(description="Answer 201 only once the note is searchable.")] = False,
+    idempotency_key: Annotated[
+        str | None,
+        Header(
+            alias="Idempotency-Key",
+            min_length=1,
+            max_length=200,
+            description="A retry with the same key returns the first result and creates nothing new.",
+        ),
+    ] = None,
+) -> JSONResponse:
+    document_id = (
+        uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"{caller.organization_id}:{caller.principal}:{idempotency_key}")
+        if idempotency_key
+        else uuid.uuid4()
+    )
+    event = _note_event(caller, note, document_id)
+    if not wait:
+        await publish_event(res.js, subjects.kb_document_upserted(caller.organization_id), event)
+        return JSONResponse({"id": str(document_id)}, status_code=202)
+    await _publish_and_wait(res, caller, event, document_id)
+    return JSONResponse({"id": str(document_id)}, status_code=201)

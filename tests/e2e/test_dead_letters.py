@@ -1,0 +1,126 @@
+"""Events the indexer can never handle end in the DLQ with the reason; the events after them still flow."""
+
+import base64
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from cortex_contracts import subjects
+from tests.conftest import Org
+from tests.dlq import read_dead_letters
+from tests.events import IndexedWatcher, publish_upsert, search_ids, upsert_event
+from tests.services import RunningServices
+from tests.spans import new_trace, wait_handled
+
+pytestmark = pytest.mark.e2e
+
+CONSUMER = "indexer-kb"
+
+
+@dataclass(frozen=True)
+class Malformed:
+    subject: str
+    payload: bytes
+    error: str  # what the dead letter's error must say
+
+
+def invalid_json(org_id: uuid.UUID) -> Malformed:
+    return Malformed(subjects.kb_document_upserted(org_id), b'{"id": "1", "type": ', "invalid event envelope")
+
+
+def not_utf8(org_id: uuid.UUID) -> Malformed:
+    return Malformed(subjects.kb_document_upserted(org_id), b"\xff\xfe\x00\x81 binary", "invalid event envelope")
+
+
+def missing_title(org_id: uuid.UUID) -> Malformed:
+    event = upsert_event(org_id, uuid.uuid4(), title="t", body="b", version=1)
+    data = {key: value for key, value in event.data.items() if key != "title"}
+    wire = event.model_copy(update={"data": data}).to_wire()
+    return Malformed(subjects.kb_document_upserted(org_id), wire, "invalid kb.document.upserted payload")
+
+
+def unknown_action(org_id: uuid.UUID) -> Malformed:
+    event = upsert_event(org_id, uuid.uuid4(), title="t", body="b", version=1)
+    return Malformed(f"kb.{org_id}.document.exploded", event.to_wire(), "unknown event 'document.exploded'")
+
+
+@pytest.mark.parametrize("malformed", [invalid_json, not_utf8, missing_title, unknown_action])
+async def test_a_malformed_event_is_dead_lettered_and_the_next_event_still_indexed(
+    malformed: Callable[[uuid.UUID], Malformed], org: Org, js: JetStreamContext, nats_client: NATS
+) -> None:
+    bad = malformed(org.id)
+    message_id = f"bad-{uuid.uuid4()}"
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+    good = uuid.uuid4()
+
+    await js.publish(bad.subject, bad.payload, headers={"Nats-Msg-Id": message_id})
+    await publish_upsert(js, upsert_event(org.id, good, title="After the bad one", body="Still indexed.", version=1))
+
+    await watcher.wait_for(good, 1)
+    await watcher.stop()
+    (letter,) = await read_dead_letters(js, org.id, 1)
+
+    assert letter.subject == f"dlq.{bad.subject}"
+    assert letter.headers["Cortex-Dlq-Reason"] == "poison message"
+    assert letter.headers["Cortex-Dlq-Subject"] == bad.subject
+    assert letter.headers["Cortex-Dlq-Consumer"] == CONSUMER
+    assert bad.error in letter.headers["Cortex-Dlq-Error"]
+    assert "Nats-Msg-Id" not in letter.headers  # a replayed and again failing event must not be dropped
+    record = letter.record
+    assert record["reason"] == "poison message"
+    assert record["subject"] == bad.subject
+    assert record["consumer"] == CONSUMER
+    assert record["deliveries"] == 1
+    assert bad.error in record["error"]
+    assert record["headers"]["Nats-Msg-Id"] == message_id
+    if record["payloadEncoding"] == "base64":
+        assert base64.b64decode(record["payload"]) == bad.payload
+    else:
+        assert record["payloadEncoding"] == "utf-8"
+        assert record["payload"].encode() == bad.payload
+    assert await search_ids(org.member) == [str(good)]
+
+
+async def test_missing_title_names_the_field_in_the_dead_letter(org: Org, js: JetStreamContext) -> None:
+    bad = missing_title(org.id)
+    await js.publish(bad.subject, bad.payload)
+
+    (letter,) = await read_dead_letters(js, org.id, 1)
+
+    assert "title" in letter.record["error"]
+    assert "Field required" in letter.record["error"]
+    assert json.loads(letter.record["payload"])["data"].get("title") is None
+
+
+async def test_an_event_for_an_unknown_organization_is_retried_with_backoff_then_dead_lettered(
+    services: RunningServices, js: JetStreamContext, spans: InMemorySpanExporter
+) -> None:
+    unknown_org, document = uuid.uuid4(), uuid.uuid4()
+    event = upsert_event(unknown_org, document, title="Orphan", body="No organization owns me.", version=1)
+
+    with new_trace("test: publish for an unknown organization") as trace_id:
+        await publish_upsert(js, event)
+    (letter,) = await read_dead_letters(js, unknown_org, 1, timeout=40)
+
+    assert letter.subject == f"dlq.{subjects.kb_document_upserted(unknown_org)}"
+    assert letter.headers["Cortex-Dlq-Reason"] == "max_deliver exceeded"
+    assert letter.headers["Cortex-Dlq-Deliveries"] == "3"
+    assert letter.record["reason"] == "max_deliver exceeded"
+    assert letter.record["deliveries"] == 3
+    assert letter.record["error"] == f"UnknownOrganization: {unknown_org}"
+    assert json.loads(letter.record["payload"])["id"] == event.id
+
+    # The redeliveries happened, each after the configured backoff (1 s, then 5 s).
+    deliveries = sorted(await wait_handled(spans, trace_id, count=3), key=lambda span: span.start_time or 0)
+    assert len(deliveries) == 3
+    assert all(span.status.status_code is StatusCode.ERROR for span in deliveries)
+    starts = [(span.start_time or 0) / 1e9 for span in deliveries]
+    assert starts[1] - starts[0] >= 0.9
+    assert starts[2] - starts[1] >= 4.5

@@ -1,0 +1,169 @@
+"""Every HTTP error is an RFC 9457 problem document with the right status; notes are accepted or awaited."""
+
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+from typing import Any
+
+import httpx
+import pytest
+from nats.aio.client import Client as NATS
+
+from cortex_gateway.tokens import issue_token
+from tests.conftest import Org
+from tests.events import IndexedWatcher, search_ids
+from tests.services import RunningServices
+
+pytestmark = pytest.mark.e2e
+
+OTHER_SECRET = "not-the-deployment-secret-" + "y" * 32
+
+
+def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].split(";")[0] == "application/problem+json"
+    body: dict[str, Any] = response.json()
+    assert body["status"] == status
+    for field in ("type", "title", "detail"):
+        assert isinstance(body[field], str)
+        assert body[field]
+    return body
+
+
+@pytest.fixture
+async def anonymous(services: RunningServices) -> AsyncIterator[httpx.AsyncClient]:
+    async with httpx.AsyncClient(base_url=services.base_url, timeout=30) as client:
+        yield client
+
+
+def bearer(user: str, secret: str, *, lifetime: timedelta = timedelta(minutes=5)) -> dict[str, str]:
+    return {"Authorization": f"Bearer {issue_token(user, secret, lifetime=lifetime)}"}
+
+
+async def test_requests_without_a_valid_token_are_401(
+    org: Org, anonymous: httpx.AsyncClient, services: RunningServices
+) -> None:
+    user = f"admin-{org.slug}"  # a member: only the token is wrong
+    scope = {"X-Scope-Slug": org.slug}
+    cases = {
+        "missing": scope,
+        "not bearer": {**scope, "Authorization": "Basic dXNlcjpwYXNz"},
+        "garbage": {**scope, "Authorization": "Bearer not-a-jwt"},
+        "bad signature": {**scope, **bearer(user, OTHER_SECRET)},
+        "expired": {**scope, **bearer(user, services.secret, lifetime=timedelta(minutes=-5))},
+    }
+    for case, headers in cases.items():
+        response = await anonymous.get("/api/memory", headers=headers)
+        body = assert_problem(response, 401)
+        assert response.headers["www-authenticate"] == "Bearer", case
+        if case == "expired":
+            assert "expired" in body["detail"]
+
+
+async def test_a_missing_scope_header_is_400(org: Org, anonymous: httpx.AsyncClient, services: RunningServices) -> None:
+    response = await anonymous.get("/api/memory", headers=bearer(f"member-{org.slug}", services.secret))
+
+    assert "X-Scope-Slug" in assert_problem(response, 400)["detail"]
+
+
+async def test_a_non_member_gets_404_like_an_unknown_organization(
+    org: Org, anonymous: httpx.AsyncClient, services: RunningServices
+) -> None:
+    stranger = bearer(f"stranger-{uuid.uuid4().hex}", services.secret)
+    not_member = await anonymous.get("/api/memory", headers={**stranger, "X-Scope-Slug": org.slug})
+    no_such_org = await anonymous.get("/api/memory", headers={**stranger, "X-Scope-Slug": f"nope-{uuid.uuid4().hex}"})
+
+    assert assert_problem(not_member, 404) == assert_problem(no_such_org, 404)  # nothing tells them apart
+
+
+@pytest.mark.parametrize("params", [{"limit": -3}, {"limit": 0}, {"limit": 100000}, {"limit": "ten"}])
+async def test_an_invalid_limit_is_422(org: Org, params: dict[str, Any]) -> None:
+    response = await org.member.get("/api/memory", params=params)
+
+    body = assert_problem(response, 422)
+    assert any(error["loc"] == ["query", "limit"] for error in body["errors"])
+
+
+async def test_a_member_may_not_add_notes(org: Org) -> None:
+    response = await org.member.post("/api/memory/documents", json={"title": "Mine", "body": "Not allowed."})
+
+    assert_problem(response, 403)
+
+
+@pytest.mark.parametrize(
+    "note",
+    [
+        {"title": "Fine", "body": "Fine.", "unexpected": True},
+        {"body": "No title."},
+        {"title": ""},
+        {"title": "Tags", "tags": [""]},
+    ],
+)
+async def test_an_invalid_note_is_422(org: Org, note: dict[str, Any]) -> None:
+    response = await org.admin.post("/api/memory/documents", json=note)
+
+    assert assert_problem(response, 422)["errors"]
+
+
+async def test_a_forged_or_altered_cursor_is_400(org: Org) -> None:
+    for i in range(2):
+        created = await org.admin.post("/api/memory/documents", params={"wait": "true"}, json={"title": f"Note {i}"})
+        assert created.status_code == 201, created.text
+    page = (await org.member.get("/api/memory", params={"limit": 1})).json()
+    cursor = page["nextCursor"]
+    assert cursor
+    assert (await org.member.get("/api/memory", params={"limit": 1, "cursor": cursor})).status_code == 200
+
+    body, mac = cursor.split(".")
+    altered_body = ("A" if body[0] != "A" else "B") + body[1:]
+    forged = [
+        "forged.cursor",
+        "bm90IGEgY3Vyc29y",  # no MAC at all
+        f"{altered_body}.{mac}",
+        f"{body}.{mac[::-1]}",
+    ]
+    for bad in forged:
+        response = await org.member.get("/api/memory", params={"limit": 1, "cursor": bad})
+        assert_problem(response, 400)
+    # A genuine cursor of the feed is no cursor for a search.
+    response = await org.member.get("/api/memory", params={"limit": 1, "cursor": cursor, "q": "note"})
+    assert_problem(response, 400)
+
+
+async def test_an_admin_note_with_wait_is_201_and_searchable(org: Org) -> None:
+    word = f"wombat{uuid.uuid4().hex[:8]}"
+
+    response = await org.admin.post(
+        "/api/memory/documents",
+        params={"wait": "true"},
+        json={"title": f"Standup {word}", "body": f"The {word} standup moves to 10:00.", "tags": ["meetings"]},
+    )
+
+    assert response.status_code == 201, response.text
+    note_id = response.json()["id"]
+    found = await org.member.get("/api/memory", params={"q": word})
+    items = found.json()["items"]
+    assert [item["id"] for item in items] == [note_id]
+    assert items[0]["kind"] == "note"
+    assert items[0]["title"] == f"Standup {word}"
+
+
+async def test_an_admin_note_without_wait_is_202_and_indexed_later(org: Org, nats_client: NATS) -> None:
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+
+    response = await org.admin.post("/api/memory/documents", json={"title": "Later", "body": "Eventually."})
+
+    assert response.status_code == 202, response.text
+    note_id = uuid.UUID(response.json()["id"])
+    await watcher.wait_for(note_id, 1)
+    await watcher.stop()
+    assert await search_ids(org.member) == [str(note_id)]
+
+
+async def test_health_and_readiness(anonymous: httpx.AsyncClient) -> None:
+    health = await anonymous.get("/healthz")
+    ready = await anonymous.get("/readyz")
+
+    assert (health.status_code, health.json()) == (200, {"status": "ok"})
+    assert ready.status_code == 200
+    assert ready.json() == {"status": "ready", "checks": {"nats": True, "postgres": True}}

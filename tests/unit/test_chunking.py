@@ -1,0 +1,114 @@
+"""Splitting a document into passages: heading paths, code fences, word limits with overlap."""
+
+from cortex_indexer.chunking import MAX_WORDS, OVERLAP_WORDS, Chunk, chunk_document
+
+
+def words(prefix: str, n: int) -> str:
+    return " ".join(f"{prefix}{i}" for i in range(n))
+
+
+def word_count(chunk: Chunk) -> int:
+    return len(chunk.text.split())
+
+
+def test_headings_become_the_heading_path() -> None:
+    body = (
+        "Intro before any heading.\n\n"
+        "# Setup\n\nInstall the tools.\n\n"
+        "## Linux ##\n\nUse the package manager.\n\n"
+        "### Debian\n\nUse apt.\n\n"
+        "# Usage\n\nRun it."
+    )
+
+    chunks = chunk_document("Guide", body)
+
+    assert [(c.heading, c.text) for c in chunks] == [
+        ("Guide", "Intro before any heading."),
+        ("Guide › Setup", "Install the tools."),
+        ("Guide › Setup › Linux", "Use the package manager."),
+        ("Guide › Setup › Linux › Debian", "Use apt."),
+        ("Guide › Usage", "Run it."),
+    ]
+
+
+def test_hash_lines_inside_code_fences_are_not_headings() -> None:
+    body = (
+        "# Build\n\n"
+        "Run the script:\n\n"
+        "```bash\n# not a heading, a shell comment\n\nmake all\n```\n\n"
+        "~~~\n## also not a heading\n~~~\n\n"
+        "Done."
+    )
+
+    chunks = chunk_document("Doc", body)
+
+    assert {c.heading for c in chunks} == {"Doc › Build"}
+    text = "\n".join(c.text for c in chunks)
+    assert "# not a heading, a shell comment" in text
+    assert "## also not a heading" in text
+    # the blank line inside the fence does not split the code block
+    assert any("# not a heading, a shell comment\n\nmake all" in c.text for c in chunks)
+
+
+def test_a_long_paragraph_is_split_into_overlapping_windows() -> None:
+    paragraph = words("w", 500)
+
+    chunks = chunk_document("Long", paragraph)
+
+    assert len(chunks) > 1
+    assert all(word_count(c) <= MAX_WORDS for c in chunks)
+    for before, after in zip(chunks, chunks[1:], strict=False):
+        assert before.text.split()[-OVERLAP_WORDS:] == after.text.split()[:OVERLAP_WORDS]
+    covered = {word for c in chunks for word in c.text.split()}
+    assert covered == set(paragraph.split())
+
+
+def test_paragraphs_are_packed_whole_and_never_over_max_words() -> None:
+    paragraphs = [words("a", 60), words("b", 60), words("c", 60), words("d", 150), words("e", 20)]
+
+    chunks = chunk_document("Packed", "\n\n".join(paragraphs))
+
+    assert len(chunks) > 1
+    counts = [word_count(c) for c in chunks]
+    assert all(count <= MAX_WORDS for count in counts), counts
+    text = " ".join(c.text for c in chunks).split()
+    for paragraph in paragraphs:  # every paragraph survives in one piece
+        assert any(paragraph in c.text for c in chunks)
+    assert set(text) == {word for p in paragraphs for word in p.split()}
+
+
+def test_consecutive_packed_passages_overlap() -> None:
+    paragraphs = [words("a", 100), words("b", 100)]
+
+    first, second = chunk_document("Overlap", "\n\n".join(paragraphs))
+
+    assert first.text == paragraphs[0]
+    assert second.text.split()[:OVERLAP_WORDS] == paragraphs[0].split()[-OVERLAP_WORDS:]
+    assert second.text.endswith(paragraphs[1])
+
+
+def test_an_empty_body_gives_one_chunk_holding_the_title() -> None:
+    for body in ("", "   \n\n  \n"):
+        assert chunk_document("Only a title", body) == [Chunk(ordinal=0, heading="Only a title", text="")]
+
+
+def test_ordinals_run_from_zero_without_gaps() -> None:
+    body = "\n\n".join(f"# Section {i}\n\n{words(f's{i}x', 200)}" for i in range(4))
+
+    chunks = chunk_document("Many", body)
+
+    assert len(chunks) >= 8
+    assert [c.ordinal for c in chunks] == list(range(len(chunks)))
+
+
+def test_content_hash_is_stable_and_follows_the_text() -> None:
+    body = "# Part\n\nSome words here."
+    (one,) = chunk_document("T", body)
+    (again,) = chunk_document("T", body)
+    (edited,) = chunk_document("T", "# Part\n\nSome other words here.")
+    (renamed,) = chunk_document("T2", body)
+
+    assert one.content_hash == again.content_hash
+    assert len(one.content_hash) == 64
+    assert edited.content_hash != one.content_hash
+    assert renamed.content_hash != one.content_hash
