@@ -1,71 +1,214 @@
-"""EXPLAIN ANALYZE of the aggregator's own retrieval statements, with the parameters it would bind.
+"""EXPLAIN ANALYZE of exactly the statements one search runs, captured from PostgreSQL's own log.
 
-The statements are imported from the aggregator, so the plans are those of the code under test. They
-run through SQLAlchemy + asyncpg like the aggregator's (server-side prepared statements with bound
-parameters), each twice — the second, warm run is the one kept.
+Nothing is copied from the services: for the length of one probe search, `log_min_duration_statement`
+is 0, so the server logs every statement the gateway and aggregator execute, with its bound parameters
+and its bind and execute durations (the in-situ cost). Each statement is then prepared again — as the
+same role, in one transaction that replays the probe's `SET LOCAL` / `set_config` statements first —
+and run under EXPLAIN (ANALYZE, BUFFERS) twice: with a custom plan for these parameter values, and with
+the generic plan PostgreSQL may switch a prepared statement to after five executions (asyncpg keeps
+statements prepared, so in a long-running service the generic plan is a real possibility).
+
+Needs the server's log file, so only with the embedded PostgreSQL (superuser, log on disk).
 """
 
 import re
-import uuid
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from sqlalchemy import TextClause, text
+import asyncpg
 
-from cortex_aggregator import items, retrieval
-from cortex_aggregator.feed import CANDIDATES_PER_LEG
-from cortex_store.database import make_engine
-
+ENTRY = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \S+ \[(\d+)\] (\w+):  (.*)$")
+DURATION = re.compile(r"^duration: ([0-9.]+) ms  (parse [^:]*|bind [^:]*|execute [^:]*|statement): (.*)$", re.DOTALL)
+PARAMETER = re.compile(r"\$(\d+) = (NULL|'(?:[^']|'')*')")
 EXECUTION_TIME = re.compile(r"Execution Time: ([0-9.]+) ms")
+PLANNING_TIME = re.compile(r"Planning Time: ([0-9.]+) ms")
+NOISE = ("pg_catalog", "pg_reload_conf", "ALTER SYSTEM", "typeinfo")
+KEPT = ("SELECT", "WITH", "SET ")
+
+
+@dataclass
+class Statement:
+    pid: int
+    sql: str
+    bind_ms: float = 0.0
+    execute_ms: float = 0.0
+    params: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return label(self.sql)
+
+    @property
+    def is_setting(self) -> bool:
+        head = self.sql.lstrip().upper()
+        return head.startswith("SET ") or "SET_CONFIG(" in head
 
 
 @dataclass(frozen=True)
-class Plan:
-    statement: str
-    execution_ms: float | None
-    text: str
+class Explained:
+    label: str
+    in_situ_ms: float  # bind + execute, as the service ran it
+    custom_ms: float | None
+    generic_ms: float | None
+    custom_plan: str
+    generic_plan: str
+    sql: str
 
 
-def vector_literal(vector: list[float]) -> str:
-    """The literal the aggregator binds for a query vector (retrieval.dense_hits)."""
-    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+def label(sql: str) -> str:
+    flat = " ".join(sql.split())
+    if "ts_rank" in flat:
+        return "lexical"
+    if "<=>" in flat:
+        return "dense exact" if "+ 0" in flat else "dense hnsw"
+    if "count(*)" in flat and "kb_chunks" in flat:
+        return "embedded chunk count"
+    if "org_members" in flat:
+        return "auth: membership"
+    if "FROM kb_chunks" in flat and "ANY" in flat:
+        return "chunk texts"
+    if "kb_documents d" in flat and "ANY" in flat:
+        return "items by id"
+    if flat.upper().startswith("SET "):
+        return flat[:60]
+    if "set_config" in flat:
+        return "bind organization (set_config)"
+    return flat[:60]
 
 
-def _explain(statement: TextClause) -> TextClause:
-    return text("EXPLAIN (ANALYZE, BUFFERS, SETTINGS) " + statement.text)
+def _entries(lines: list[str]) -> list[tuple[int, str, str]]:
+    entries: list[tuple[int, str, str]] = []
+    for line in lines:
+        found = ENTRY.match(line)
+        if found:
+            entries.append((int(found.group(1)), found.group(2), found.group(3)))
+        elif entries and line.startswith("\t"):
+            pid, level, message = entries[-1]
+            entries[-1] = (pid, level, message + "\n" + line[1:])
+    return entries
 
 
-async def _run(engine: Any, name: str, statement: TextClause, params: dict[str, Any], ef_search: int | None) -> Plan:
-    lines: list[str] = []
-    for _ in range(2):
-        async with engine.begin() as connection:
-            if ef_search is not None:
-                await connection.execute(text(f"SET LOCAL hnsw.ef_search = {ef_search}"))
-            lines = [row[0] for row in await connection.execute(_explain(statement), params)]
-    plan = "\n".join(lines)
-    found = EXECUTION_TIME.search(plan)
-    return Plan(name, float(found.group(1)) if found else None, plan)
+def _kept(sql: str) -> bool:
+    return sql.lstrip().upper().startswith(KEPT) and not any(noise in sql for noise in NOISE)
 
 
-async def retrieval_plans(database_url: str, org: uuid.UUID, q: str, vector: list[float]) -> list[Plan]:
-    """Plans of every statement one search runs, at the aggregator's default depth."""
-    n = CANDIDATES_PER_LEG
-    dense = {"org": org, "qvec": vector_literal(vector), "k": n * 3}
-    ef_search = min(retrieval.HNSW_EF_SEARCH_MAX, max(retrieval.HNSW_EF_SEARCH, n * 3))
-    engine = make_engine(database_url, pool_size=1)
+def parse_log(text: str) -> list[Statement]:
+    """Executed statements in order, with bind and execute durations and parameters."""
+    statements: list[Statement] = []
+    binds: dict[int, float] = {}
+    last: Statement | None = None
+    for pid, level, message in _entries(text.splitlines()):
+        if level == "DETAIL" and message.startswith("parameters:") and last is not None and last.pid == pid:
+            found = PARAMETER.findall(message)
+            last.params = [value for _, value in sorted(found, key=lambda item: int(item[0]))]
+            continue
+        duration = DURATION.match(message) if level == "LOG" else None
+        last = None
+        if duration is None:
+            continue
+        ms, phase, sql = float(duration.group(1)), duration.group(2).split()[0], duration.group(3)
+        if phase == "bind":
+            binds[pid] = ms
+        elif phase in ("execute", "statement") and _kept(sql):
+            last = Statement(pid=pid, sql=sql, bind_ms=binds.pop(pid, 0.0), execute_ms=ms)
+            statements.append(last)
+    return statements
+
+
+async def _set_statement_logging(connection: asyncpg.Connection, on: bool) -> None:
+    if on:
+        await connection.execute("ALTER SYSTEM SET log_min_duration_statement = 0")
+    else:
+        await connection.execute("ALTER SYSTEM RESET log_min_duration_statement")
+    await connection.execute("SELECT pg_reload_conf()")
+
+
+@asynccontextmanager
+async def logged_statements(connection: asyncpg.Connection, log_file: Path) -> AsyncIterator[list[Statement]]:
+    """Log every statement while the block runs; the list is filled when it ends."""
+    captured: list[Statement] = []
+    start = log_file.stat().st_size
+    await _set_statement_logging(connection, on=True)
+    await connection.execute("SELECT pg_sleep(0.5)")  # every backend re-reads the configuration
     try:
-        plans = [
-            await _run(engine, "lexical", retrieval.LEXICAL, {"org": org, "q": q, "n": n}, None),
-            await _run(engine, "embedded chunk count", retrieval.EMBEDDED_CHUNKS, {"org": org}, None),
-            await _run(engine, "dense exact", retrieval.DENSE_EXACT, dense, None),
-            await _run(engine, f"dense hnsw (ef_search={ef_search})", retrieval.DENSE_HNSW, dense, ef_search),
-        ]
-        async with engine.connect() as connection:
-            rows = list(await connection.execute(retrieval.LEXICAL, {"org": org, "q": q, "n": 20}))
-        documents = [row.document_id for row in rows]
-        chunks = [row.chunk_id for row in rows]
-        plans.append(await _run(engine, "items by id (20)", items.BY_IDS, {"org": org, "ids": documents}, None))
-        plans.append(await _run(engine, "chunk texts (20)", items.CHUNK_TEXTS, {"org": org, "ids": chunks}, None))
+        yield captured
     finally:
-        await engine.dispose()
-    return plans
+        await _set_statement_logging(connection, on=False)
+        with log_file.open("rb") as log:
+            log.seek(start)
+            captured += parse_log(log.read().decode("utf-8", "replace"))
+
+
+def _timing(plan: str) -> float | None:
+    execution = EXECUTION_TIME.search(plan)
+    planning = PLANNING_TIME.search(plan)
+    if execution is None:
+        return None
+    return float(execution.group(1)) + (float(planning.group(1)) if planning else 0.0)
+
+
+async def _roles(connection: asyncpg.Connection, pids: set[int]) -> dict[int, str]:
+    rows = await connection.fetch("SELECT pid, usename FROM pg_stat_activity WHERE pid = ANY($1::int[])", list(pids))
+    return {row["pid"]: row["usename"] for row in rows}
+
+
+def _quote_ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _execute(name: str, statement: Statement) -> str:
+    return f"EXECUTE {name}({', '.join(statement.params)})" if statement.params else f"EXECUTE {name}"
+
+
+async def _explain_one(connection: asyncpg.Connection, name: str, statement: Statement, mode: str) -> str:
+    await connection.execute(f"SET LOCAL plan_cache_mode = {mode}")
+    rows = await connection.fetch(f"EXPLAIN (ANALYZE, BUFFERS) {_execute(name, statement)}")
+    return "\n".join(row[0] for row in rows)
+
+
+async def explain(connection: asyncpg.Connection, statements: list[Statement]) -> list[Explained]:
+    """Replay the captured statements per backend, in order, each explained with custom and generic plans."""
+    roles = await _roles(connection, {s.pid for s in statements})
+    current = await connection.fetchval("SELECT current_user")
+    explained: list[Explained] = []
+    for pid in dict.fromkeys(s.pid for s in statements):
+        async with connection.transaction():
+            role = roles.get(pid, current)
+            if role != current:
+                await connection.execute(f"SET LOCAL ROLE {_quote_ident(role)}")
+            for index, statement in enumerate(s for s in statements if s.pid == pid):
+                if statement.sql.lstrip().upper().startswith("SET "):
+                    await connection.execute(statement.sql)  # cannot be prepared; has no parameters
+                    continue
+                name = f"bench_explain_{pid}_{index}"
+                await connection.execute(f"PREPARE {name} AS {statement.sql}")
+                if statement.is_setting:
+                    await connection.execute(_execute(name, statement))
+                else:
+                    custom = await _explain_one(connection, name, statement, "force_custom_plan")
+                    generic = await _explain_one(connection, name, statement, "force_generic_plan")
+                    explained.append(
+                        Explained(
+                            label=statement.label,
+                            in_situ_ms=statement.bind_ms + statement.execute_ms,
+                            custom_ms=_timing(custom),
+                            generic_ms=_timing(generic),
+                            custom_plan=custom,
+                            generic_plan=generic,
+                            sql=statement.sql,
+                        )
+                    )
+                await connection.execute(f"DEALLOCATE {name}")
+    return explained
+
+
+async def explain_search(
+    connection: asyncpg.Connection, log_file: Path, search: Callable[[], Awaitable[Any]]
+) -> list[Explained]:
+    """Run `search` once with statement logging on, then explain what it executed."""
+    async with logged_statements(connection, log_file) as captured:
+        await search()
+    return await explain(connection, captured)

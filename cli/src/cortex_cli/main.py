@@ -7,6 +7,8 @@ import uuid
 from pathlib import Path
 
 from cortex_cli import config
+from cortex_cli.api_keys import create_key, list_keys, revoke_key
+from cortex_cli.works import create_work
 from cortex_cli.ingest import IngestOptions, ingest_files
 from cortex_cli.organizations import UnknownOrganization, ensure_membership, organization_id
 from cortex_store.models import MemberRole
@@ -68,6 +70,35 @@ def _ingest(args: argparse.Namespace) -> int:
     return 0
 
 
+def _work_create(args: argparse.Namespace) -> int:
+    where = config.endpoints()
+    org = asyncio.run(organization_id(where.database_url, args.org))
+    work_id = asyncio.run(
+        create_work(where.nats_url, org, args.title, mission_title=args.mission_title, team_name=args.team)
+    )
+    print(work_id)
+    return 0
+
+
+def _apikey(args: argparse.Namespace) -> int:
+    where = config.endpoints()
+    org = asyncio.run(organization_id(where.database_url, args.org))
+    if args.apikey_command == "create":
+        key_id, key = asyncio.run(create_key(where.database_url, org, args.name, MemberRole(args.role)))
+        print(f"key {key_id} ({args.role}); shown once, store it now:")
+        print(key)
+    elif args.apikey_command == "revoke":
+        if not asyncio.run(revoke_key(where.database_url, org, args.key_id)):
+            print(f"error: no active key {args.key_id} in {args.org}", file=sys.stderr)
+            return 1
+        print(f"revoked {args.key_id}")
+    else:
+        for info in asyncio.run(list_keys(where.database_url, org)):
+            state = f"revoked {info.revoked_at:%Y-%m-%d}" if info.revoked_at else "active"
+            print(f"{info.id}  {info.role.value:<6}  {state:<18}  {info.name}")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="cortex", description="Cortex: organization-wide memory.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -87,12 +118,41 @@ def parser() -> argparse.ArgumentParser:
     ingest.add_argument("--work", type=uuid.UUID, default=None, help="Work id (absent = org-scoped)")
     ingest.add_argument("--class", dest="doc_class", default=None, help="document class")
     ingest.add_argument("--tag", action="append", default=[], help="tag (repeatable)")
+
+    work = commands.add_parser("work", help="Works (published as catalog events)").add_subparsers(
+        dest="work_command", required=True
+    )
+    work_create = work.add_parser("create", help="create a Work; prints its id")
+    work_create.add_argument("--org", required=True, help="organization slug")
+    work_create.add_argument("--title", required=True, help="Work title")
+    work_create.add_argument("--mission-title", default=None, help="Mission (created if needed)")
+    work_create.add_argument("--team", default=None, help="owning Team name (created if needed)")
+
+    apikey = commands.add_parser("apikey", help="API keys of service accounts and agents").add_subparsers(
+        dest="apikey_command", required=True
+    )
+    create = apikey.add_parser("create", help="create a key; prints it once (last line)")
+    create.add_argument("--org", required=True)
+    create.add_argument("--name", required=True, help="what the key is for")
+    create.add_argument("--role", choices=[r.value for r in MemberRole], default=MemberRole.MEMBER.value)
+    revoke = apikey.add_parser("revoke", help="revoke a key at once")
+    revoke.add_argument("--org", required=True)
+    revoke.add_argument("key_id", type=uuid.UUID)
+    listing = apikey.add_parser("list", help="list an organization's keys")
+    listing.add_argument("--org", required=True)
     return root
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    handlers = {"run": _run, "migrate": _migrate, "token": _token, "ingest": _ingest}
+    handlers = {
+        "run": _run,
+        "migrate": _migrate,
+        "token": _token,
+        "ingest": _ingest,
+        "work": _work_create,
+        "apikey": _apikey,
+    }
     try:
         return handlers[args.command](args)
     except (config.NotRunning, UnknownOrganization) as exc:

@@ -1,4 +1,8 @@
-"""Organizations and memberships, as the CLI creates them for standalone use."""
+"""Organizations and memberships, as the CLI creates them for standalone use.
+
+Every write runs bound to its organization, so it also works where row-level security applies to
+the connecting role.
+"""
 
 import uuid
 
@@ -7,6 +11,7 @@ from sqlalchemy.dialects.postgresql import insert
 
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.models import MemberRole, Organization, OrgMember
+from cortex_store.tenancy import bind_organization
 
 
 class UnknownOrganization(LookupError):
@@ -18,24 +23,32 @@ async def ensure_membership(database_url: str, slug: str, user_id: str, role: Me
     engine = make_engine(database_url, pool_size=1)
     try:
         async with make_sessionmaker(engine)() as session, session.begin():
-            if create:
-                await session.execute(
-                    insert(Organization).values(id=uuid.uuid4(), slug=slug, name=slug).on_conflict_do_nothing()
-                )
             org_id = await session.scalar(select(Organization.id).where(Organization.slug == slug))
+            if org_id is None and create:
+                org_id = uuid.uuid4()
+                await bind_organization(session, org_id)
+                await session.execute(
+                    insert(Organization).values(id=org_id, slug=slug, name=slug).on_conflict_do_nothing()
+                )
+                org_id = await session.scalar(select(Organization.id).where(Organization.slug == slug))
             if org_id is None:
                 raise UnknownOrganization(f"no organization {slug!r} (use --create)")
+            await bind_organization(session, org_id)
             if create:
                 statement = insert(OrgMember).values(organization_id=org_id, user_id=user_id, role=role)
                 await session.execute(
-                    statement.on_conflict_do_update(index_elements=["organization_id", "user_id"], set_={"role": role})
+                    statement.on_conflict_do_update(
+                        index_elements=["organization_id", "user_id"], set_={"role": role, "deleted_at": None}
+                    )
                 )
-            else:
-                member = await session.scalar(
-                    select(OrgMember.role).where(OrgMember.organization_id == org_id, OrgMember.user_id == user_id)
+                return org_id
+            member = await session.scalar(
+                select(OrgMember.role).where(
+                    OrgMember.organization_id == org_id, OrgMember.user_id == user_id, OrgMember.deleted_at.is_(None)
                 )
-                if member is None:
-                    raise UnknownOrganization(f"{user_id!r} is not a member of {slug!r} (use --create)")
+            )
+            if member is None:
+                raise UnknownOrganization(f"{user_id!r} is not a member of {slug!r} (use --create)")
             return org_id
     finally:
         await engine.dispose()

@@ -1,0 +1,72 @@
+"""Paging through the feed and through a search returns every document exactly once."""
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+
+from tests.conftest import Org
+from tests.events import IndexedWatcher, publish_upsert, upsert_event
+
+pytestmark = pytest.mark.e2e
+
+DOCUMENTS = 25
+
+
+async def pages(client: httpx.AsyncClient, params: dict[str, Any]) -> list[list[str]]:
+    """Follow nextCursor to the end; the ids of each page."""
+    found: list[list[str]] = []
+    cursor: str | None = None
+    while True:
+        response = await client.get("/api/memory", params={**params, **({"cursor": cursor} if cursor else {})})
+        assert response.status_code == 200, response.text
+        page = response.json()
+        found.append([item["id"] for item in page["items"]])
+        cursor = page.get("nextCursor")
+        if cursor is None:
+            return found
+        assert len(found) <= DOCUMENTS, "the cursor never ends"
+
+
+@pytest.fixture
+async def documents(org: Org, js: JetStreamContext, nats_client: NATS) -> list[str]:
+    """25 documents sharing the word 'capybara'; several share one updated-at, so ties must page right."""
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+    base = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    ids = [uuid.uuid4() for _ in range(DOCUMENTS)]
+    for i, document_id in enumerate(ids):
+        updated = base + timedelta(minutes=i // 5)  # five documents per timestamp
+        event = upsert_event(
+            org.id,
+            document_id,
+            title=f"Capybara report {i}",
+            body=f"Capybara sighting number {i} near the river.",
+            version=1,
+            updatedAt=updated.isoformat(),
+        )
+        await publish_upsert(js, event)
+    for document_id in ids:
+        await watcher.wait_for(document_id, 1)
+    await watcher.stop()
+    return [str(document_id) for document_id in ids]
+
+
+async def test_the_feed_pages_through_every_document_once(org: Org, documents: list[str]) -> None:
+    found = await pages(org.member, {"limit": 10})
+
+    assert [len(page) for page in found] == [10, 10, 5]
+    flat = [document_id for page in found for document_id in page]
+    assert sorted(flat) == sorted(documents)
+    # newest first: the last five published carry the latest timestamp
+    assert set(flat[:5]) == set(documents[-5:])
+
+
+async def test_a_search_pages_through_every_match_once(org: Org, documents: list[str]) -> None:
+    found = await pages(org.member, {"limit": 10, "q": "capybara sighting"})
+
+    assert [len(page) for page in found] == [10, 10, 5]
+    assert sorted(document_id for page in found for document_id in page) == sorted(documents)
