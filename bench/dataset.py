@@ -106,7 +106,8 @@ async def insert_passages(
     rng = np.random.default_rng(seed)
     ages = rng.uniform(0, 365 * 24 * 3600, size=len(passages))
     for start in range(0, len(passages), COPY_BATCH):
-        documents, chunks = [], []
+        documents: list[tuple[object, ...]] = []
+        chunks: list[tuple[object, ...]] = []
         for offset, passage in enumerate(passages[start : start + COPY_BATCH]):
             index = start + offset
             document_id = uuid.uuid4()

@@ -25,7 +25,7 @@ DURATION = re.compile(r"^duration: ([0-9.]+) ms  (parse [^:]*|bind [^:]*|execute
 PARAMETER = re.compile(r"\$(\d+) = (NULL|'(?:[^']|'')*')")
 EXECUTION_TIME = re.compile(r"Execution Time: ([0-9.]+) ms")
 PLANNING_TIME = re.compile(r"Planning Time: ([0-9.]+) ms")
-NOISE = ("pg_catalog", "pg_reload_conf", "ALTER SYSTEM", "typeinfo")
+NOISE = ("pg_catalog", "pg_reload_conf", "pg_sleep", "ALTER SYSTEM", "typeinfo")
 KEPT = ("SELECT", "WITH", "SET ")
 
 
@@ -58,25 +58,23 @@ class Explained:
     sql: str
 
 
+# (label, every fragment the statement contains), first match wins.
+LABELS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("lexical", ("ts_rank",)),
+    ("dense exact", ("<=>", "+ 0")),
+    ("dense hnsw", ("<=>",)),
+    ("embedded chunk count", ("count(*)", "kb_chunks")),
+    ("auth: membership", ("org_members",)),
+    ("auth: organization", ("FROM organizations",)),
+    ("chunk texts", ("FROM kb_chunks", "ANY")),
+    ("items by id", ("kb_documents d", "ANY")),
+    ("bind organization (set_config)", ("set_config",)),
+)
+
+
 def label(sql: str) -> str:
     flat = " ".join(sql.split())
-    if "ts_rank" in flat:
-        return "lexical"
-    if "<=>" in flat:
-        return "dense exact" if "+ 0" in flat else "dense hnsw"
-    if "count(*)" in flat and "kb_chunks" in flat:
-        return "embedded chunk count"
-    if "org_members" in flat:
-        return "auth: membership"
-    if "FROM kb_chunks" in flat and "ANY" in flat:
-        return "chunk texts"
-    if "kb_documents d" in flat and "ANY" in flat:
-        return "items by id"
-    if flat.upper().startswith("SET "):
-        return flat[:60]
-    if "set_config" in flat:
-        return "bind organization (set_config)"
-    return flat[:60]
+    return next((name for name, parts in LABELS if all(p in flat for p in parts)), flat[:60])
 
 
 def _entries(lines: list[str]) -> list[tuple[int, str, str]]:
@@ -126,20 +124,28 @@ async def _set_statement_logging(connection: asyncpg.Connection, on: bool) -> No
     await connection.execute("SELECT pg_reload_conf()")
 
 
+def _size(path: Path) -> int:
+    return path.stat().st_size
+
+
+def _read_from(path: Path, start: int) -> str:
+    with path.open("rb") as log:
+        log.seek(start)
+        return log.read().decode("utf-8", "replace")
+
+
 @asynccontextmanager
 async def logged_statements(connection: asyncpg.Connection, log_file: Path) -> AsyncIterator[list[Statement]]:
     """Log every statement while the block runs; the list is filled when it ends."""
     captured: list[Statement] = []
-    start = log_file.stat().st_size
+    start = _size(log_file)
     await _set_statement_logging(connection, on=True)
     await connection.execute("SELECT pg_sleep(0.5)")  # every backend re-reads the configuration
     try:
         yield captured
     finally:
         await _set_statement_logging(connection, on=False)
-        with log_file.open("rb") as log:
-            log.seek(start)
-            captured += parse_log(log.read().decode("utf-8", "replace"))
+        captured += parse_log(_read_from(log_file, start))
 
 
 def _timing(plan: str) -> float | None:

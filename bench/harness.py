@@ -28,11 +28,15 @@ from cortex_gateway.tokens import issue_token
 from cortex_store.database import async_url
 from cortex_store.migrate import upgrade
 from cortex_store.models import MemberRole
+from cortex_store.tenancy import app_role_url
 
 RESULTS_DIR = Path(__file__).parent / "results"
 LOG_DIR = RESULTS_DIR / "logs"
 READY_TIMEOUT_SECONDS = 300.0
 STOP_TIMEOUT_SECONDS = 15.0
+
+# The gateway's per-token rate limit (600/min by default) would throttle a load test, not measure it.
+RATE_LIMIT_OFF = {"CORTEX_GATEWAY_RATE_LIMIT_PER_MINUTE": "100000000", "CORTEX_GATEWAY_RATE_LIMIT_BURST": "100000"}
 
 # A line each service logs once it is serving (after its model, if any, has loaded).
 READY_LINES = {
@@ -43,8 +47,11 @@ READY_LINES = {
 
 @dataclass(frozen=True)
 class Infrastructure:
-    database_url: str
+    database_url: str  # the owner's: migrations and the bench's own bulk loads
+    service_database_url: str  # what the services get: the application role on the embedded server
     nats_url: str
+    postgres_log: Path | None  # the embedded server's log; None for a given DATABASE_URL
+    server_pids: dict[str, int]  # embedded servers only: postgres (the postmaster), nats
 
 
 @dataclass(frozen=True)
@@ -54,6 +61,8 @@ class Deployment:
     base_url: str
     secret: str
     logs: dict[str, Path]
+    postgres_log: Path | None
+    pids: dict[str, int]  # services and embedded servers, for CPU accounting
 
 
 @dataclass(frozen=True)
@@ -81,12 +90,35 @@ def infrastructure() -> Iterator[Infrastructure]:
                 nats_url = nats.start()
             assert database_url is not None
             assert nats_url is not None
-            yield Infrastructure(database_url=database_url, nats_url=nats_url)
+            yield Infrastructure(
+                database_url=database_url,
+                # As `cortex run` does: on the embedded server the services connect as the application
+                # role (row-level security applies); a given DATABASE_URL is used as it is.
+                service_database_url=app_role_url(database_url) if postgres is not None else database_url,
+                nats_url=nats_url,
+                postgres_log=postgres.log_file if postgres is not None else None,
+                server_pids=_server_pids(postgres, nats),
+            )
         finally:
             if nats is not None:
                 nats.stop()
             if postgres is not None:
                 postgres.stop()
+
+
+def _first_int(path: Path) -> int | None:
+    try:
+        return abs(int(path.read_text().split()[0]))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _server_pids(postgres: EmbeddedPostgres | None, nats: EmbeddedNats | None) -> dict[str, int]:
+    pids = {
+        "postgres": _first_int(postgres.data_dir / "postmaster.pid") if postgres else None,
+        "nats": _first_int(nats.data_dir / "nats.pid") if nats else None,
+    }
+    return {name: pid for name, pid in pids.items() if pid is not None}
 
 
 def asyncpg_dsn(database_url: str) -> str:
@@ -160,6 +192,11 @@ def _wait_ready(services: Sequence[_Service], base_url: str | None) -> None:
         time.sleep(0.2)
 
 
+def _stop_all(services: list[_Service]) -> None:
+    for service in reversed(services):
+        service.stop()
+
+
 @contextmanager
 def deployment(label: str, services: Sequence[str] = ("indexer", "aggregator", "gateway")) -> Iterator[Deployment]:
     """Infrastructure, migrations and the given services, each its own process; all stopped on exit."""
@@ -171,16 +208,17 @@ def deployment(label: str, services: Sequence[str] = ("indexer", "aggregator", "
         port = free_port("127.0.0.1")
         env = {
             **os.environ,
-            "DATABASE_URL": infra.database_url,
+            "DATABASE_URL": infra.service_database_url,
             "NATS_URL": infra.nats_url,
             "CORTEX_SECRET": secret,
             "CORTEX_GATEWAY_PORT": str(port),
             "PYTHONUNBUFFERED": "1",
+            **RATE_LIMIT_OFF,
         }
         running: list[_Service] = []
-        stack.callback(lambda: [service.stop() for service in reversed(running)])
+        stack.callback(_stop_all, running)
         for name in services:
-            running.append(_Service(name, env, LOG_DIR / f"{label}-{name}.log"))
+            running.append(_Service(name, env, LOG_DIR / f"{label}-{name}.log"))  # noqa: PERF401 - stop what started
         base_url = f"http://127.0.0.1:{port}"
         _wait_ready(running, base_url if "gateway" in services else None)
         yield Deployment(
@@ -189,6 +227,8 @@ def deployment(label: str, services: Sequence[str] = ("indexer", "aggregator", "
             base_url=base_url,
             secret=secret,
             logs={service.name: service.log_path for service in running},
+            postgres_log=infra.postgres_log,
+            pids={**{service.name: service.process.pid for service in running}, **infra.server_pids},
         )
 
 

@@ -27,6 +27,7 @@ import httpx
 from nats.aio.msg import Msg
 
 from bench.corpus import TextGenerator
+from bench.cpu import CpuMeter, describe, usage
 from bench.harness import Deployment, Member, deployment, new_member
 from bench.report import environment, table, write_json
 from cortex_contracts import subjects
@@ -99,12 +100,14 @@ def embedding_inputs(documents: list[Document]) -> list[str]:
     return [chunk.embedding_input() for doc in documents for chunk in chunk_document(doc.title, doc.body)]
 
 
-def measure_bare(model: LocalSentenceTransformer, texts: list[str], documents: int) -> dict[str, float]:
+def measure_bare(model: LocalSentenceTransformer, texts: list[str], documents: int, meter: CpuMeter) -> dict[str, Any]:
+    before = meter.snapshot()
     started = time.perf_counter()
     vectors = model.embed(texts)
     seconds = time.perf_counter() - started
+    cpu = usage(before, meter.snapshot())
     assert len(vectors) == len(texts)
-    return {"seconds": seconds, "docs_per_s": documents / seconds, "chunks_per_s": len(texts) / seconds}
+    return {"seconds": seconds, "docs_per_s": documents / seconds, "chunks_per_s": len(texts) / seconds, "cpu": cpu}
 
 
 async def _wait_with_progress(log: IndexedLog, timeout: float) -> None:
@@ -148,7 +151,9 @@ async def _confirm(dep: Deployment, member: Member, documents: list[Document]) -
     }
 
 
-async def measure_pipeline(dep: Deployment, documents: list[Document], timeout: float) -> dict[str, Any]:
+async def measure_pipeline(
+    dep: Deployment, documents: list[Document], timeout: float, meter: CpuMeter
+) -> dict[str, Any]:
     member = await new_member(dep, "bench-ingest")
     nc = await connect(dep.nats_url, name="bench-ingest")
     try:
@@ -158,11 +163,13 @@ async def measure_pipeline(dep: Deployment, documents: list[Document], timeout: 
         await nc.flush()
         events = [upsert_event(member.org_id, doc) for doc in documents]
         subject = subjects.kb_document_upserted(member.org_id)
+        cpu_before = meter.snapshot()
         started = time.perf_counter()
         for event in events:
             await publish_event(js, subject, event)
         published = time.perf_counter()
         await _wait_with_progress(log, timeout)
+        cpu = usage(cpu_before, meter.snapshot())
         finished = max(log.arrivals.values())
         first = min(log.arrivals.values())
         await subscription.unsubscribe()
@@ -181,6 +188,7 @@ async def measure_pipeline(dep: Deployment, documents: list[Document], timeout: 
         "publish_seconds": published - started,
         "first_indexed_after_seconds": first - started,
         "confirmation": confirmation,
+        "cpu": cpu,
     }
 
 
@@ -208,6 +216,13 @@ def _print_report(result: dict[str, Any]) -> None:
         f"{pipeline['confirmation']['feed_documents']} documents, a title search ranks its document "
         f"#{pipeline['confirmation']['title_search_rank']} ({pipeline['confirmation']['seconds']:.2f} s)"
     )
+    if pipeline["chunks_indexed"] != corpus["chunks"]:
+        print(
+            f"NOTE: the indexer reported {pipeline['chunks_indexed']} chunks, the bare run embedded {corpus['chunks']}"
+        )
+    print("\nCPU seconds (share of all cores over the phase):")
+    for name, phase in (("bare, before", bare_before), ("pipeline", pipeline), ("bare, after", bare_after)):
+        print(f"  {name}: {describe(phase['cpu'])}")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -236,12 +251,13 @@ def main(argv: list[str] | None = None) -> int:
             print("the local embedding model is not installed: nothing to compare against", file=sys.stderr)
             return 2
         model.embed(texts[:WARMUP_TEXTS])  # first-call overheads out of the measurement
+        meter = CpuMeter(dep.pids)
         print("bare embedder (before)…", flush=True)
-        bare_before = measure_bare(model, texts, len(documents))
+        bare_before = measure_bare(model, texts, len(documents), meter)
         print("pipeline…", flush=True)
-        pipeline = asyncio.run(measure_pipeline(dep, documents, args.timeout))
+        pipeline = asyncio.run(measure_pipeline(dep, documents, args.timeout, meter))
         print("bare embedder (after)…", flush=True)
-        bare_after = measure_bare(model, texts, len(documents))
+        bare_after = measure_bare(model, texts, len(documents), meter)
     bare_docs = (bare_before["docs_per_s"] + bare_after["docs_per_s"]) / 2
     result = {
         "benchmark": "ingest",

@@ -37,7 +37,7 @@ import numpy as np
 from bench import dataset
 from bench.corpus import TextGenerator
 from bench.dataset import Passage, SyntheticVectors, Vectors
-from bench.explain import Plan, retrieval_plans
+from bench.explain import Explained, explain_search
 from bench.harness import RESULTS_DIR, Deployment, Member, asyncpg_dsn, deployment, new_member
 from bench.report import environment, latency_summary, table, write_json
 from cortex_embedding.local_model import LocalSentenceTransformer, load_local_embedder
@@ -55,7 +55,6 @@ class Corpus:
     real_vectors: Vectors  # for big[:len(real_vectors)]
     small_vectors: Vectors
     queries: list[str]
-    query_vectors: dict[str, list[float]]  # for EXPLAIN
 
 
 @dataclass(frozen=True)
@@ -147,9 +146,7 @@ def build_corpus(args: argparse.Namespace, max_size: int) -> tuple[Corpus, dict[
     real = np.array(model.embed([p.embedding_input() for p in big[:real_count]]), dtype=np.float32)
     small_vectors = np.array(model.embed([p.embedding_input() for p in small]), dtype=np.float32)
     query_cost = _measure_query_embedding(model, queries)
-    explain_queries = queries[:3]
-    query_vectors = dict(zip(explain_queries, model.embed(explain_queries), strict=True))
-    corpus = Corpus(big, small, real, small_vectors, queries, query_vectors)
+    corpus = Corpus(big, small, real, small_vectors, queries)
     return corpus, query_cost
 
 
@@ -162,6 +159,7 @@ async def measure_size(
         raise RuntimeError(f"warm-up at {size} chunks failed: {warmup.errors}")
     run = await fire(dep.base_url, big.headers, queries, args.requests, args.concurrency, args.limit)
     small_run = await fire(dep.base_url, small.headers, queries, SMALL_ORG_REQUESTS, args.concurrency, args.limit)
+    alone = await fire(dep.base_url, big.headers, queries, args.single_requests, 1, args.limit)
     return {
         "size": size,
         "latency_ms": latency_summary(run.latencies) if run.latencies else None,
@@ -171,6 +169,7 @@ async def measure_size(
         "throughput_rps": len(run.latencies) / run.seconds,
         "small_org_latency_ms": latency_summary(small_run.latencies) if small_run.latencies else None,
         "small_org_errors": small_run.errors,
+        "single_client_latency_ms": latency_summary(alone.latencies) if alone.latencies else None,
     }
 
 
@@ -182,7 +181,7 @@ async def run_sizes(dep: Deployment, corpus: Corpus, sizes: Sequence[int], args:
         corpus.real_vectors, [p.topic for p in corpus.big[: len(corpus.real_vectors)]], args.noise, args.seed
     )
     results: list[dict[str, Any]] = []
-    plans: dict[int, list[Plan]] = {}
+    plans: dict[int, list[Explained]] = {}
     now = dataset.utc_now()
     try:
         versions = await dataset.server_versions(connection)
@@ -218,11 +217,18 @@ async def run_sizes(dep: Deployment, corpus: Corpus, sizes: Sequence[int], args:
             )
             result = await measure_size(dep, big, small, corpus, size, args)
             result |= {"load_seconds": load_seconds, "sanity": check}
-            if args.explain:
-                q = next(iter(corpus.query_vectors))
-                plans[size] = await retrieval_plans(dep.database_url, big.org_id, q, corpus.query_vectors[q])
-                result["explain_ms"] = {plan.statement: plan.execution_ms for plan in plans[size]}
+            if args.explain and dep.postgres_log is not None:
+                q = corpus.queries[0]
+
+                async def probe(q: str = q) -> list[str]:
+                    return await search_ids(dep.base_url, big, q)
+
+                plans[size] = await explain_search(connection, dep.postgres_log, probe)
                 result["explain_query"] = q
+                result["explain_ms"] = [
+                    {"statement": e.label, "in_situ": e.in_situ_ms, "custom": e.custom_ms, "generic": e.generic_ms}
+                    for e in plans[size]
+                ]
             results.append(result)
             _print_size(result)
     finally:
@@ -244,12 +250,14 @@ def _print_size(result: dict[str, Any]) -> None:
     )
 
 
-def _write_plans(plans: dict[int, list[Plan]]) -> None:
+def _write_plans(plans: dict[int, list[Explained]]) -> None:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     with EXPLAIN_FILE.open("w") as out:
-        for size, size_plans in plans.items():
-            for plan in size_plans:
-                out.write(f"===== {size} chunks: {plan.statement} ({plan.execution_ms} ms)\n{plan.text}\n\n")
+        for size, explained in plans.items():
+            for e in explained:
+                out.write(f"===== {size:,} chunks: {e.label} — in situ {e.in_situ_ms:.2f} ms\n{e.sql.strip()}\n\n")
+                out.write(f"----- custom plan ({e.custom_ms} ms)\n{e.custom_plan}\n\n")
+                out.write(f"----- generic plan ({e.generic_ms} ms)\n{e.generic_plan}\n\n")
 
 
 def _growth(results: Sequence[dict[str, Any]], metric: str) -> list[str]:
@@ -259,6 +267,13 @@ def _growth(results: Sequence[dict[str, Any]], metric: str) -> list[str]:
             factor = larger["latency_ms"][metric] / smaller["latency_ms"][metric]
             factors.append(f"{smaller['size']:,}→{larger['size']:,}: ×{factor:.2f}")
     return factors
+
+
+def _triple(e: dict[str, Any]) -> str:
+    def ms(value: float | None) -> str:
+        return "-" if value is None else f"{value:.1f}"
+
+    return f"{ms(e['in_situ'])} / {ms(e['custom'])} / {ms(e['generic'])}"
 
 
 def _print_report(report: dict[str, Any]) -> None:
@@ -277,6 +292,7 @@ def _print_report(report: dict[str, Any]) -> None:
     for r in sizes:
         lat = r["latency_ms"] or {}
         small = r["small_org_latency_ms"] or {}
+        alone = r["single_client_latency_ms"] or {}
         rows.append(
             [
                 f"{r['size']:,}",
@@ -288,9 +304,21 @@ def _print_report(report: dict[str, Any]) -> None:
                 sum(r["errors"].values()),
                 small.get("p50", float("nan")),
                 small.get("p99", float("nan")),
+                alone.get("p50", float("nan")),
             ]
         )
-    headers = ["chunks", "p50 ms", "p95 ms", "p99 ms", "mean ms", "req/s", "errors", "small p50", "small p99"]
+    headers = [
+        "chunks",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "mean ms",
+        "req/s",
+        "errors",
+        "small p50",
+        "small p99",
+        "1-client p50",
+    ]
     print(table(headers, rows))
     if len(sizes) > 1:
         print("growth p50: " + "; ".join(_growth(sizes, "p50")))
@@ -302,14 +330,22 @@ def _print_report(report: dict[str, Any]) -> None:
     )
     explained = [r for r in sizes if "explain_ms" in r]
     if explained:
-        statements = list(explained[0]["explain_ms"])
-        print(f"\nEXPLAIN ANALYZE (warm), big org, query {explained[0]['explain_query']!r}, ms:")
         print(
-            table(
-                ["statement", *(f"{r['size']:,}" for r in explained)],
-                [[s, *(r["explain_ms"].get(s) or float("nan") for r in explained)] for s in statements],
-            )
+            f"\nOne search in the big org, statement by statement (query {explained[0]['explain_query']!r}); "
+            "ms as run by the service / EXPLAIN ANALYZE custom plan / generic plan:"
         )
+        rows = []
+        for index, first in enumerate(explained[0]["explain_ms"]):
+            row: list[object] = [first["statement"]]
+            for r in explained:
+                e = r["explain_ms"][index] if index < len(r["explain_ms"]) else None
+                row.append(_triple(e) if e and e["statement"] == first["statement"] else "(other statement)")
+            rows.append(row)
+        print(table(["statement", *(f"{r['size']:,}" for r in explained)], rows))
+        for r in explained:
+            others = [e["statement"] for e in r["explain_ms"]][len(explained[0]["explain_ms"]) :]
+            if others:
+                print(f"  at {r['size']:,} also: {', '.join(others)}")
         print(f"plans: {EXPLAIN_FILE}")
 
 
@@ -319,6 +355,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=300, help="measured requests per size (default 300)")
     parser.add_argument("--warmup", type=int, default=40, help="warm-up requests per size (default 40)")
     parser.add_argument("--concurrency", type=int, default=4, help="concurrent clients (default 4)")
+    parser.add_argument("--single-requests", type=int, default=60, help="requests from one client alone")
     parser.add_argument("--limit", type=int, default=20, help="page size asked for (default 20)")
     parser.add_argument("--real-vectors", type=int, default=400, help="passages embedded for real (default 400)")
     parser.add_argument("--noise", type=float, default=0.025, help="σ of the noise on synthetic vectors")

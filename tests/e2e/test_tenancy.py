@@ -101,9 +101,8 @@ async def test_events_of_one_organization_cannot_touch_another_organizations_doc
     a_doc = uuid.uuid4()
     await index(js, nats_client, a, (a_doc, f"Roadmap {word}", f"The {word} roadmap for next year."))
 
-    # B claims A's document id, deletes it, and sends events dressed up as A's on B's subjects.
+    # B claims A's document id, and sends events dressed up as A's on B's subjects.
     await publish_upsert(js, upsert_event(b.id, a_doc, title="Hijacked", body="Overwritten by B.", version=7))
-    await publish_delete(js, delete_event(b.id, a_doc, version=8))
     disguised = upsert_event(a.id, uuid.uuid4(), title="Disguised", body="orgid says A.", version=1)
     await js.publish(subjects.kb_document_upserted(b.id), disguised.to_wire())
     mismatched = new_envelope(
@@ -114,17 +113,37 @@ async def test_events_of_one_organization_cannot_touch_another_organizations_doc
     )
     await publish_upsert(js, mismatched)
 
-    letters = await read_dead_letters(js, b.id, 4)
+    letters = await read_dead_letters(js, b.id, 3)
 
-    assert {letter.record["reason"] for letter in letters} == {"poison message"}
+    assert [(letter.record["reason"], letter.record["deliveries"]) for letter in letters] == [("poison message", 1)] * 3
     errors = sorted(letter.record["error"] for letter in letters)
-    assert sum("already belongs to another organization" in error for error in errors) == 2, errors
+    assert sum("belongs to another organization" in error for error in errors) == 1, errors
     assert sum("differs from event orgid" in error for error in errors) == 1, errors
     assert sum("payload organizationId differs" in error for error in errors) == 1, errors
-    # A's document is untouched and B has nothing.
+    await assert_untouched(a, a_doc, word)
+    assert await search_ids(b.member) == []
+
+
+async def test_deleting_another_organizations_document_is_refused_at_once(
+    make_org: OrgFactory, js: JetStreamContext, nats_client: NATS
+) -> None:
+    a, b = await make_org(), await make_org()
+    word = unique_word("okapi")
+    a_doc = uuid.uuid4()
+    await index(js, nats_client, a, (a_doc, f"Roadmap {word}", f"The {word} roadmap for next year."))
+
+    await publish_delete(js, delete_event(b.id, a_doc, version=8))
+
+    (letter,) = await read_dead_letters(js, b.id, 1)
+    await assert_untouched(a, a_doc, word)
+    # It can never succeed, so it is dead-lettered on its first delivery, not retried.
+    assert (letter.record["reason"], letter.record["deliveries"]) == ("poison message", 1), letter.record["error"]
+    assert "belongs to another organization" in letter.record["error"]
+
+
+async def assert_untouched(a: Org, document: uuid.UUID, word: str) -> None:
     response = await a.member.get("/api/memory", params={"q": word})
     items = response.json()["items"]
-    assert [(item["id"], item["title"]) for item in items] == [(str(a_doc), f"Roadmap {word}")]
+    assert [(item["id"], item["title"]) for item in items] == [(str(document), f"Roadmap {word}")]
     assert word in items[0]["snippet"]
-    assert await search_ids(b.member) == []
-    assert await search_ids(a.member) == [str(a_doc)]
+    assert await search_ids(a.member) == [str(document)]

@@ -30,7 +30,8 @@ def ancestors(span: ReadableSpan, trace: list[ReadableSpan]) -> list[ReadableSpa
 
 def trace_id(span: ReadableSpan) -> int:
     assert span.context is not None
-    return span.context.trace_id
+    found: int = span.context.trace_id
+    return found
 
 
 async def test_a_search_is_one_trace_from_gateway_to_aggregator(org: Org, spans: InMemorySpanExporter) -> None:
@@ -66,7 +67,9 @@ async def test_an_ingested_document_is_one_trace_from_publisher_to_indexer(
     await watcher.wait_for(document, 1)
     await watcher.stop()
 
-    (publish,) = await wait_for_spans(spans, lambda s: in_trace(trace, SpanKind.PRODUCER)(s) and s.name.startswith("kb."))
+    (publish,) = await wait_for_spans(
+        spans, lambda s: in_trace(trace, SpanKind.PRODUCER)(s) and s.name.startswith("kb.")
+    )
     (process,) = await wait_for_spans(spans, in_trace(trace, SpanKind.CONSUMER))
     assert publish.name == f"{subject} publish"
     assert process.name == f"{subject} process"

@@ -1,5 +1,7 @@
 """Splitting a document into passages: heading paths, code fences, word limits with overlap."""
 
+import itertools
+
 from cortex_indexer.chunking import MAX_WORDS, OVERLAP_WORDS, Chunk, chunk_document
 
 
@@ -57,7 +59,7 @@ def test_a_long_paragraph_is_split_into_overlapping_windows() -> None:
 
     assert len(chunks) > 1
     assert all(word_count(c) <= MAX_WORDS for c in chunks)
-    for before, after in zip(chunks, chunks[1:], strict=False):
+    for before, after in itertools.pairwise(chunks):
         assert before.text.split()[-OVERLAP_WORDS:] == after.text.split()[:OVERLAP_WORDS]
     covered = {word for c in chunks for word in c.text.split()}
     assert covered == set(paragraph.split())

@@ -1,5 +1,11 @@
-"""`cortex ingest`: publish one `kb.<org>.document.upserted` per file, exactly as an upstream service would."""
+"""`cortex ingest`: publish each file exactly as an upstream service would.
 
+Markdown and plain text become `kb.<org>.document.upserted` with the body inline (in the Object Store when
+large). Any other file — HTML, PDF, DOCX, XLSX, PPTX, or one no extractor reads — goes to the Object Store
+as it is, announced by `kb.<org>.upload.created`: the indexer extracts its text, or records why it cannot.
+"""
+
+import asyncio
 import time
 import uuid
 from dataclasses import dataclass
@@ -8,16 +14,23 @@ from pathlib import Path
 from nats.js import JetStreamContext
 from nats.js.api import ObjectStoreConfig
 from nats.js.errors import BucketNotFoundError
+from nats.js.object_store import ObjectStore
 from tqdm import tqdm
 
 from cortex_contracts import subjects
 from cortex_contracts.documents import TYPE_DOCUMENT_UPSERTED, DocumentUpserted, ObjectRef
 from cortex_contracts.envelope import new_envelope
+from cortex_contracts.uploads import TYPE_UPLOAD_CREATED, UploadCreated
+from cortex_extractors import detect_media_type
+from cortex_extractors.limits import MAX_INPUT_BYTES
+from cortex_extractors.media_types import TEXT_TYPES
 from cortex_messaging.connection import connect
 from cortex_messaging.publisher import publish_event
 
 INLINE_BODY_LIMIT = 256 * 1024  # larger bodies go through the Object Store (NATS max payload is 1 MiB)
 BODY_BUCKET = "cortex-bodies"
+UPLOAD_BUCKET = "cortex-uploads"
+BUCKETS = {BODY_BUCKET: "Large KB document bodies", UPLOAD_BUCKET: "Uploaded files, as uploaded"}
 SOURCE = "cortex/cli"
 FILE_NAMESPACE = uuid.UUID("5b3c8a4e-1f0d-4c1e-9b7a-6d2f0c9e8a11")
 
@@ -43,11 +56,103 @@ def document_id_for(options: IngestOptions, path: Path) -> uuid.UUID:
     return uuid.uuid5(FILE_NAMESPACE, f"{options.organization_id}:{path.resolve()}")
 
 
-async def _body_bucket(js: JetStreamContext) -> None:
+def upload_id_for(options: IngestOptions, path: Path) -> uuid.UUID:
+    """Stable per organization and file, like document ids: uploading the file again replaces it."""
+    return uuid.uuid5(FILE_NAMESPACE, f"upload:{options.organization_id}:{path.resolve()}")
+
+
+def _version() -> int:
+    return time.time_ns() // 1000
+
+
+async def _bucket(js: JetStreamContext, name: str) -> ObjectStore:
     try:
-        await js.object_store(BODY_BUCKET)
+        return await js.object_store(name)
     except BucketNotFoundError:
-        await js.create_object_store(BODY_BUCKET, ObjectStoreConfig(description="Large KB document bodies"))
+        return await js.create_object_store(name, ObjectStoreConfig(description=BUCKETS[name]))
+
+
+def _utf8(data: bytes) -> str | None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return None if "\x00" in text else text
+
+
+async def _publish_document(js: JetStreamContext, path: Path, body: str, options: IngestOptions) -> None:
+    document_id = document_id_for(options, path)
+    ref = None
+    if len(body.encode()) > INLINE_BODY_LIMIT:
+        ref = ObjectRef(bucket=BODY_BUCKET, name=f"{document_id}/{time.time_ns()}")
+        await (await _bucket(js, BODY_BUCKET)).put(ref.name, body.encode())
+    payload = DocumentUpserted(
+        document_id=document_id,
+        organization_id=options.organization_id,
+        work_id=options.work_id,
+        title=title_of(path, body),
+        doc_class=options.doc_class,
+        tags=list(options.tags),
+        body=None if ref else body,
+        body_ref=ref,
+        source="cli",
+        version=_version(),
+    )
+    event = new_envelope(
+        event_type=TYPE_DOCUMENT_UPSERTED,
+        source=SOURCE,
+        org_id=options.organization_id,
+        subject=str(document_id),
+        data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
+    )
+    await publish_event(js, subjects.kb_document_upserted(options.organization_id), event)
+
+
+async def _publish_upload(
+    js: JetStreamContext, path: Path, data: bytes, media_type: str, options: IngestOptions
+) -> uuid.UUID:
+    """The file's bytes into the upload bucket under its upload id, then the event that names them.
+
+    A file over the indexer's size cap is announced without its bytes: the indexer records it as failed.
+    """
+    upload_id = upload_id_for(options, path)
+    ref = None
+    if len(data) <= MAX_INPUT_BYTES:
+        ref = ObjectRef(bucket=UPLOAD_BUCKET, name=str(upload_id))
+        await (await _bucket(js, UPLOAD_BUCKET)).put(ref.name, data)
+    payload = UploadCreated(
+        upload_id=upload_id,
+        organization_id=options.organization_id,
+        work_id=options.work_id,
+        filename=path.name[:500],
+        media_type=media_type,
+        size_bytes=len(data),
+        object=ref,
+        doc_class=options.doc_class,
+        tags=list(options.tags),
+        version=_version(),
+    )
+    event = new_envelope(
+        event_type=TYPE_UPLOAD_CREATED,
+        source=SOURCE,
+        org_id=options.organization_id,
+        subject=str(upload_id),
+        data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
+    )
+    await publish_event(js, subjects.kb_upload_created(options.organization_id), event)
+    return upload_id
+
+
+async def ingest_file(js: JetStreamContext, path: Path, options: IngestOptions) -> str:
+    """Publish one file; returns the media type it was published as."""
+    data = await asyncio.to_thread(path.read_bytes)
+    media_type = detect_media_type(path.name, data)
+    body = _utf8(data) if media_type in TEXT_TYPES else None
+    if body is not None:
+        await _publish_document(js, path, body, options)
+    else:  # including text that is not UTF-8: the indexer's extractor says why it cannot be read
+        await _publish_upload(js, path, data, media_type, options)
+    return media_type
 
 
 async def ingest_files(nats_url: str, paths: list[Path], options: IngestOptions) -> int:
@@ -56,33 +161,7 @@ async def ingest_files(nats_url: str, paths: list[Path], options: IngestOptions)
     try:
         js = nc.jetstream()
         for path in tqdm(paths, unit="file", disable=len(paths) < 10):
-            body = path.read_text(encoding="utf-8", errors="replace")
-            document_id = document_id_for(options, path)
-            ref = None
-            if len(body.encode()) > INLINE_BODY_LIMIT:
-                await _body_bucket(js)
-                ref = ObjectRef(bucket=BODY_BUCKET, name=f"{document_id}/{time.time_ns()}")
-                await (await js.object_store(BODY_BUCKET)).put(ref.name, body.encode())
-            payload = DocumentUpserted(
-                document_id=document_id,
-                organization_id=options.organization_id,
-                work_id=options.work_id,
-                title=title_of(path, body),
-                doc_class=options.doc_class,
-                tags=list(options.tags),
-                body=None if ref else body,
-                body_ref=ref,
-                source="cli",
-                version=time.time_ns() // 1000,
-            )
-            event = new_envelope(
-                event_type=TYPE_DOCUMENT_UPSERTED,
-                source=SOURCE,
-                org_id=options.organization_id,
-                subject=str(document_id),
-                data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
-            )
-            await publish_event(js, subjects.kb_document_upserted(options.organization_id), event)
+            await ingest_file(js, path, options)
             published += 1
     finally:
         await nc.drain()

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from cortex_cli import config
 from cortex_cli.api_keys import create_key, list_keys, revoke_key
-from cortex_cli.works import create_work
 from cortex_cli.ingest import IngestOptions, ingest_files
 from cortex_cli.organizations import UnknownOrganization, ensure_membership, organization_id
+from cortex_cli.works import create_work
 from cortex_store.models import MemberRole
 
 
@@ -66,7 +66,7 @@ def _ingest(args: argparse.Namespace) -> int:
     org = asyncio.run(organization_id(where.database_url, args.org))
     options = IngestOptions(organization_id=org, work_id=args.work, doc_class=args.doc_class, tags=tuple(args.tag))
     count = asyncio.run(ingest_files(where.nats_url, paths, options))
-    print(f"published {count} document event(s) for {args.org}")
+    print(f"published {count} file(s) for {args.org}")
     return 0
 
 
@@ -112,8 +112,8 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument("--role", choices=[r.value for r in MemberRole], default=MemberRole.MEMBER.value)
     token.add_argument("--create", action="store_true", help="create the organization and membership if missing")
 
-    ingest = commands.add_parser("ingest", help="publish files as KB document events")
-    ingest.add_argument("files", nargs="+", help="markdown or text files")
+    ingest = commands.add_parser("ingest", help="publish files as KB document or upload events")
+    ingest.add_argument("files", nargs="+", help="markdown, text, HTML, PDF, DOCX, XLSX or PPTX files")
     ingest.add_argument("--org", required=True, help="organization slug")
     ingest.add_argument("--work", type=uuid.UUID, default=None, help="Work id (absent = org-scoped)")
     ingest.add_argument("--class", dest="doc_class", default=None, help="document class")

@@ -68,3 +68,6 @@ class DocumentIndexed(WireModel):
     chunks: int = Field(ge=0, description="How many chunks the document has in the index.")
     embedded: bool = Field(description="Whether its chunks carry embeddings (false = lexical only).")
     deleted: bool = Field(default=False, description="True when this reports a deletion.")
+    failure_reason: str | None = Field(
+        default=None, description="Set when its file could not be read: the document is stored as failed, unsearchable."
+    )

@@ -8,17 +8,25 @@ from uuid import UUID
 from pydantic import Field, StringConstraints
 
 from cortex_contracts.base import WireModel
+from cortex_contracts.memory import EntryFound, Recalled
 from cortex_contracts.memory_item import MemoryItem
 
 MAX_FEED_LIMIT = 100
 MAX_FILTER_VALUES = 50
-Query = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=1000)]
+MAX_QUERY_CHARS = 4000
+Query = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS)]
 FilterText = Annotated[str, StringConstraints(min_length=1, max_length=200)]
 
 
 class Sort(StrEnum):
     RELEVANCE = "relevance"
     UPDATED = "updated"
+
+
+class RetrievalMode(StrEnum):
+    HYBRID = "hybrid"
+    LEXICAL = "lexical"
+    SEMANTIC = "semantic"
 
 
 class FeedFilters(WireModel):
@@ -38,6 +46,9 @@ class FeedRequest(WireModel):
     q: Query | None = Field(default=None, description="Search text; absent = most recently updated first.")
     filters: FeedFilters = Field(default_factory=FeedFilters, description="Facet filters.")
     sort: Sort | None = Field(default=None, description="Default: relevance with q, updated without.")
+    mode: RetrievalMode = Field(
+        default=RetrievalMode.HYBRID, description="hybrid (BM25 + embeddings), lexical (BM25) or semantic."
+    )
     limit: int = Field(default=20, ge=1, le=MAX_FEED_LIMIT, description="Page size.")
     cursor: str | None = Field(default=None, max_length=2000, description="Opaque cursor from a previous page.")
 
@@ -117,6 +128,9 @@ class ItemDetail(WireModel):
     provenance: Provenance
     cites: list[Ref] = Field(description="Documents this one cites (in this organization).")
     cited_by: list[Ref] = Field(description="Documents that cite this one.")
+    failure_reason: str | None = Field(
+        default=None, description="Why the document's file could not be indexed (status `failed`), e.g. `encrypted: …`."
+    )
 
 
 class RpcError(WireModel):
@@ -125,7 +139,7 @@ class RpcError(WireModel):
     detail: str = Field(description="What went wrong.")
 
 
-Result = TypeVar("Result", FeedPage, Facets, Stats, ItemDetail)
+Result = TypeVar("Result", FeedPage, Facets, Stats, ItemDetail, Recalled, EntryFound)
 
 
 class Reply(WireModel, Generic[Result]):
@@ -139,3 +153,5 @@ FeedReply = Reply[FeedPage]
 FacetsReply = Reply[Facets]
 StatsReply = Reply[Stats]
 ItemReply = Reply[ItemDetail]
+RecallReply = Reply[Recalled]
+EntryReply = Reply[EntryFound]

@@ -23,6 +23,11 @@ RPC_AGGREGATOR_FEED = "rpc.aggregator.feed"
 RPC_AGGREGATOR_FACETS = "rpc.aggregator.facets"
 RPC_AGGREGATOR_STATS = "rpc.aggregator.stats"
 RPC_AGGREGATOR_ITEM = "rpc.aggregator.item"
+RPC_AGGREGATOR_RECALL = "rpc.aggregator.recall"
+RPC_AGGREGATOR_ENTRY = "rpc.aggregator.entry"
+
+MEMORY_REMEMBERED_ALL = "memory.*.entry.remembered"
+ENTRY_REMEMBERED = "entry.remembered"
 
 CATALOG_ALL = "catalog.>"
 UPLOAD_CREATED = "upload.created"
@@ -38,6 +43,10 @@ def kb_document_deleted(org_id: UUID) -> str:
     return f"kb.{org_id}.{DOCUMENT_DELETED}"
 
 
+def kb_upload_created(org_id: UUID) -> str:
+    return f"kb.{org_id}.{UPLOAD_CREATED}"
+
+
 def cortex_document_indexed(org_id: UUID) -> str:
     return f"cortex.{org_id}.{DOCUMENT_INDEXED}"
 
@@ -50,3 +59,7 @@ def split_org_subject(subject: str) -> tuple[str, str, str]:
     """Split `domain.<orgId>.entity.action` into (domain, orgId, 'entity.action')."""
     domain, org_id, rest = subject.split(".", 2)
     return domain, org_id, rest
+
+
+def memory_entry_remembered(org_id: UUID) -> str:
+    return f"memory.{org_id}.{ENTRY_REMEMBERED}"

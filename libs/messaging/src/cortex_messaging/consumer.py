@@ -2,13 +2,13 @@
 
 Every copy of a service binds the same durable, so the copies share the work. The server redelivers
 without limit; this runner counts deliveries itself, so even a message that crashes the process on
-every attempt ends in the DLQ instead of looping forever.
+every attempt ends in the DLQ instead of looping forever. A handler that handled a message by
+recording a failure returns `RecordedFailure`: the message is acked and a copy goes to the DLQ.
 """
 
 import asyncio
 import contextlib
 import logging
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from nats.aio.msg import Msg
@@ -19,13 +19,13 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from cortex_messaging.dead_letter import DeadLetter, send_dead_letter
-from cortex_messaging.delivery import Delivery, PoisonMessage, parse_delivery
+from cortex_messaging.delivery import Handler, PoisonMessage, parse_delivery
 from cortex_messaging.trace_headers import extract
 
 log = logging.getLogger(__name__)
 tracer = trace.get_tracer(__name__)
 
-Handler = Callable[[Delivery], Awaitable[None]]
+__all__ = ["ConsumerSpec", "DurableConsumer", "Handler"]
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class DurableConsumer:
             return
         heartbeat = asyncio.create_task(self._keep_alive(msg))
         try:
-            await self._handler(parse_delivery(msg.subject, msg.data, deliveries))
+            outcome = await self._handler(parse_delivery(msg.subject, msg.data, deliveries))
         except PoisonMessage as exc:
             span.set_status(Status(StatusCode.ERROR, str(exc)[:200]))
             log.warning("dead-lettering poison message on %s: %s", msg.subject, exc)
@@ -127,10 +127,14 @@ class DurableConsumer:
             return
         finally:
             heartbeat.cancel()
+        if outcome is not None:
+            span.set_attribute("cortex.recorded_failure", outcome.error[:200])
+            log.warning("%s handled as failed, copied to the DLQ: %s", msg.subject, outcome.error)
+            await send_dead_letter(self._js, self._letter(msg, headers, outcome.reason, outcome.error))
         await msg.ack()
 
-    async def _dead_letter(self, msg: Msg, headers: dict[str, str], reason: str, error: str) -> None:
-        letter = DeadLetter(
+    def _letter(self, msg: Msg, headers: dict[str, str], reason: str, error: str) -> DeadLetter:
+        return DeadLetter(
             subject=msg.subject,
             consumer=self._spec.durable,
             reason=reason,
@@ -139,7 +143,10 @@ class DurableConsumer:
             headers=headers,
             payload=msg.data,
         )
-        await send_dead_letter(self._js, letter)  # if this fails the message is not acked: nothing is lost
+
+    async def _dead_letter(self, msg: Msg, headers: dict[str, str], reason: str, error: str) -> None:
+        # If sending fails, the message is neither termed nor acked: it is redelivered, nothing is lost.
+        await send_dead_letter(self._js, self._letter(msg, headers, reason, error))
         await msg.term()
 
     async def _keep_alive(self, msg: Msg) -> None:

@@ -1,5 +1,6 @@
 """One received event, parsed and checked before any handler sees it."""
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from pydantic import ValidationError
@@ -10,6 +11,16 @@ from cortex_contracts.subjects import split_org_subject
 
 class PoisonMessage(Exception):
     """The message can never be handled (malformed, unknown, contradictory): dead-letter it at once."""
+
+
+@dataclass(frozen=True)
+class RecordedFailure:
+    """A handler's outcome when it handled a message by recording that its subject failed (say, a file
+    that cannot be read): the message is acked — retrying cannot help — and a copy goes to the DLQ with
+    this reason and error, so a failure is never only in the database."""
+
+    reason: str
+    error: str
 
 
 @dataclass(frozen=True)
@@ -32,3 +43,6 @@ def parse_delivery(subject: str, payload: bytes, deliveries: int) -> Delivery:
     if org_token != str(event.orgid):
         raise PoisonMessage(f"subject organization {org_token!r} differs from event orgid {event.orgid}")
     return Delivery(subject=subject, action=action, event=event, deliveries=deliveries)
+
+
+Handler = Callable[[Delivery], Awaitable[RecordedFailure | None]]

@@ -154,6 +154,7 @@ class KbDocument(Base):
     upload_id: Mapped[uuid.UUID | None] = mapped_column(UUID)
     agent_id: Mapped[str | None] = mapped_column(Text)
     agent_run_id: Mapped[str | None] = mapped_column(Text)
+    failure_reason: Mapped[str | None] = mapped_column(Text)  # why its file could not be read (status failed)
 
 
 class KbUpload(Base):
@@ -210,6 +211,20 @@ class KbChunk(Base):
         ),
     )
     embedding: Mapped[list[float] | None] = mapped_column(Vector(EMBEDDING_DIM))
+    token_count: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class KbPosting(Base):
+    """One lexeme of one chunk, with its term frequency: the lexical leg scores BM25 from these."""
+
+    __tablename__ = "kb_postings"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)
+    lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
+    chunk_id: Mapped[int] = mapped_column(ForeignKey("kb_chunks.id", ondelete="CASCADE"), primary_key=True)
+    document_id: Mapped[uuid.UUID] = mapped_column(UUID)
+    tf: Mapped[int] = mapped_column(Integer)
+    chunk_tokens: Mapped[int] = mapped_column(Integer)
 
 
 class ProcessedEvent(Base):

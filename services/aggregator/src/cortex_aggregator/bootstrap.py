@@ -9,13 +9,17 @@ from cortex_aggregator.detail import item_detail
 from cortex_aggregator.facets import facets
 from cortex_aggregator.feed import FeedConfig, FeedContext, feed
 from cortex_aggregator.handlers import rpc_handler
+from cortex_aggregator.recall import RecallContext, entry_exists, recall
 from cortex_aggregator.settings import AggregatorSettings
 from cortex_aggregator.stats import stats
+from cortex_contracts import memory
 from cortex_contracts import rpc as models
 from cortex_contracts.subjects import (
+    RPC_AGGREGATOR_ENTRY,
     RPC_AGGREGATOR_FACETS,
     RPC_AGGREGATOR_FEED,
     RPC_AGGREGATOR_ITEM,
+    RPC_AGGREGATOR_RECALL,
     RPC_AGGREGATOR_STATS,
 )
 from cortex_embedding.batcher import BatchingEmbedder
@@ -57,6 +61,7 @@ class Aggregator:
                     exact_scan_max_chunks=settings.exact_scan_max_chunks,
                 ),
             )
+            recall_ctx = RecallContext(sessions=sessions, embed_query=ctx.embed_query, rrf_k=settings.rrf_k)
             handlers = {
                 RPC_AGGREGATOR_FEED: rpc_handler(models.FeedRequest, models.FeedReply, lambda r: feed(ctx, r)),
                 RPC_AGGREGATOR_FACETS: rpc_handler(
@@ -71,6 +76,12 @@ class Aggregator:
                     lambda r: item_detail(sessions, r),
                 ),
             }
+            handlers[RPC_AGGREGATOR_RECALL] = rpc_handler(
+                memory.RecallRequest, models.RecallReply, lambda r: recall(recall_ctx, r)
+            )
+            handlers[RPC_AGGREGATOR_ENTRY] = rpc_handler(
+                memory.EntryLookup, models.EntryReply, lambda r: entry_exists(sessions, r)
+            )
             for subject, handler in handlers.items():
                 await rpc.serve(nc, subject, QUEUE_GROUP, handler)
             log.info("answering %s", ", ".join(handlers))

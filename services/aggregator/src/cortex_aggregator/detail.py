@@ -10,7 +10,7 @@ from cortex_contracts.rpc import ItemDetail, ItemRequest, Provenance, Ref, Uploa
 from cortex_store.tenancy import org_transaction
 
 DOCUMENT = text("""
-SELECT body, status, tags, version, upload_id FROM kb_documents
+SELECT body, status, tags, version, upload_id, failure_reason FROM kb_documents
 WHERE organization_id = :org AND id = :id AND deleted_at IS NULL
 """)
 TEAMS = text("""
@@ -75,4 +75,5 @@ async def item_detail(sessions: async_sessionmaker[AsyncSession], request: ItemR
         provenance=provenance,
         cites=cites,
         cited_by=cited_by,
+        failure_reason=document.failure_reason,
     )

@@ -13,7 +13,7 @@ from cortex_aggregator.cursor import BadCursor, CursorCodec
 from cortex_aggregator.filters import DocumentFilter, document_filter
 from cortex_aggregator.fusion import reciprocal_rank_fusion
 from cortex_contracts.memory_item import MemoryItem
-from cortex_contracts.rpc import FeedPage, FeedRequest, Sort
+from cortex_contracts.rpc import FeedPage, FeedRequest, RetrievalMode, Sort
 from cortex_store.tenancy import org_transaction
 
 EmbedQuery = Callable[[str], Awaitable[list[float]]]
@@ -40,7 +40,7 @@ class FeedContext:
 
 def _query_key(request: FeedRequest) -> str:
     """A cursor is only valid for the request (org, query, filters, sort) it was made for."""
-    shape = request.model_dump_json(include={"organization_id", "q", "filters", "sort"})
+    shape = request.model_dump_json(include={"organization_id", "q", "filters", "sort", "mode"})
     return hashlib.sha256(shape.encode()).hexdigest()[:16]
 
 
@@ -96,9 +96,12 @@ async def _search(
         raise BadCursor("cursor is not valid")
     org, config = request.organization_id, ctx.config
     depth = max(CANDIDATES_PER_LEG, offset + request.limit + 1)
-    vector = await ctx.embed_query(request.q) if ctx.embed_query else None
+    use_dense = ctx.embed_query is not None and request.mode is not RetrievalMode.LEXICAL
+    vector = await ctx.embed_query(request.q) if ctx.embed_query and use_dense else None
     async with org_transaction(ctx.sessions, org) as session:
-        lexical = await retrieval.lexical_hits(session, org, request.q, where, depth)
+        lexical: list[retrieval.Hit] = []
+        if request.mode is not RetrievalMode.SEMANTIC or vector is None:  # never fail for want of an embedder
+            lexical = await retrieval.lexical_hits(session, org, request.q, where, depth)
         dense: list[retrieval.Hit] = []
         if vector is not None:
             exact = await retrieval.embedded_chunk_count(session, org, where) <= config.exact_scan_max_chunks

@@ -30,16 +30,30 @@ def _restrict(where: DocumentFilter, column: str = "c.document_id") -> str:
 
 
 def _lexical(where: DocumentFilter) -> str:
-    # Any query word may match (OR of its lexemes): a long question must not need every word in one passage.
+    """Okapi BM25 over the org's chunks (k1, b as in Lucene/bm25s; idf = ln(1 + (N - df + .5) / (df + .5))).
+
+    A query word may match alone (OR semantics): a long question need not have every word in one passage.
+    """
     return f"""
-WITH query AS (
-    SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) AS tsq
-    FROM unnest(to_tsvector('english', :q))
+WITH q AS (
+    SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', :q))
+), corpus AS (
+    SELECT count(*)::float AS n, greatest(avg(token_count), 1)::float AS avgdl
+    FROM kb_chunks WHERE organization_id = :org
+), df AS (
+    SELECT p.lexeme, count(*)::float AS df
+    FROM kb_postings p JOIN q USING (lexeme)
+    WHERE p.organization_id = :org
+    GROUP BY p.lexeme
+), scored AS (
+    SELECT p.document_id, p.chunk_id,
+           sum(ln(1 + (corpus.n - df.df + 0.5) / (df.df + 0.5))
+               * p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.chunk_tokens / corpus.avgdl))) AS score
+    FROM kb_postings p JOIN df USING (lexeme) CROSS JOIN corpus
+    WHERE p.organization_id = :org{_restrict(where, "p.document_id")}
+    GROUP BY p.document_id, p.chunk_id
 ), best AS (
-    SELECT DISTINCT ON (c.document_id) c.document_id, c.id AS chunk_id, ts_rank(c.tsv, query.tsq, 1) AS score
-    FROM kb_chunks c, query
-    WHERE c.organization_id = :org AND c.tsv @@ query.tsq{_restrict(where)}
-    ORDER BY c.document_id, score DESC
+    SELECT DISTINCT ON (document_id) document_id, chunk_id, score FROM scored ORDER BY document_id, score DESC
 )
 SELECT document_id, chunk_id, score FROM best ORDER BY score DESC, document_id LIMIT :n
 """
@@ -66,8 +80,13 @@ def _hits(rows: Any) -> list[Hit]:
     return [Hit(row.document_id, row.chunk_id, float(row.score)) for row in rows]
 
 
+BM25_K1 = 1.5
+BM25_B = 0.75
+
+
 async def lexical_hits(session: AsyncSession, org: uuid.UUID, q: str, where: DocumentFilter, n: int) -> list[Hit]:
-    return _hits(await session.execute(text(_lexical(where)), {"org": org, "q": q, "n": n, **where.params}))
+    params = {"org": org, "q": q, "n": n, "k1": BM25_K1, "b": BM25_B, **where.params}
+    return _hits(await session.execute(text(_lexical(where)), params))
 
 
 async def embedded_chunk_count(session: AsyncSession, org: uuid.UUID, where: DocumentFilter) -> int:

@@ -10,6 +10,7 @@ DOCUMENT_STATS = text("""
 SELECT count(*) AS documents, count(DISTINCT work_id) AS works, max(last_indexed_at) AS last_indexed_at
 FROM kb_documents WHERE organization_id = :org AND deleted_at IS NULL
 """)
+MEMORY_ENTRIES = text("SELECT count(*) FROM memory_entry WHERE organization_id = :org")
 
 
 async def stats(sessions: async_sessionmaker[AsyncSession], request: StatsRequest) -> Stats:

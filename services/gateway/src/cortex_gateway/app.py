@@ -10,7 +10,7 @@ from cortex_gateway.credentials import JwtVerifier
 from cortex_gateway.limits import BodyLimit, RateLimit
 from cortex_gateway.problems import install_problem_handlers
 from cortex_gateway.resources import Resources
-from cortex_gateway.routes import health, memory, notes
+from cortex_gateway.routes import entries, health, memory, notes
 from cortex_gateway.settings import GatewaySettings
 from cortex_messaging.connection import connect
 from cortex_messaging.streams import ensure_streams
@@ -41,6 +41,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     app.include_router(health.router)
     app.include_router(memory.router)
     app.include_router(notes.router)
+    app.include_router(entries.router)
     app.state.jwt_verifier = JwtVerifier(settings)
     app.add_middleware(RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)

@@ -4,12 +4,13 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
-from cortex_contracts.subjects import CATALOG_ALL, KB_ALL, STREAM_KB
+from cortex_contracts.subjects import CATALOG_ALL, KB_ALL, MEMORY_REMEMBERED_ALL, STREAM_KB, STREAM_MEMORY
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.local_model import load_local_embedder
 from cortex_indexer.catalog_handler import make_catalog_handler
 from cortex_indexer.handlers import make_kb_handler
 from cortex_indexer.indexing import IndexingContext
+from cortex_indexer.memory_entries import make_memory_handler
 from cortex_indexer.settings import IndexerSettings
 from cortex_messaging.connection import connect
 from cortex_messaging.consumer import ConsumerSpec, DurableConsumer
@@ -20,6 +21,7 @@ log = logging.getLogger(__name__)
 
 CONSUMER = "indexer-kb"
 CATALOG_CONSUMER = "indexer-catalog"
+MEMORY_CONSUMER = "indexer-memory"
 
 
 @dataclass
@@ -43,6 +45,15 @@ class Indexer:
                 consumer=CONSUMER,
             )
             catalog_ctx = IndexingContext(sessions=sessions, embed=None, consumer=CATALOG_CONSUMER)
+            memory_ctx = IndexingContext(sessions=sessions, embed=ctx.embed, consumer=MEMORY_CONSUMER)
+            memory = ConsumerSpec(
+                stream=STREAM_MEMORY,
+                durable=MEMORY_CONSUMER,
+                filter_subjects=(MEMORY_REMEMBERED_ALL,),
+                max_deliver=settings.max_deliver,
+                concurrency=settings.concurrency,
+                batch=settings.concurrency * 2,
+            )
             documents = ConsumerSpec(
                 stream=STREAM_KB,
                 durable=CONSUMER,
@@ -61,6 +72,7 @@ class Indexer:
             await asyncio.gather(
                 DurableConsumer(js, documents, make_kb_handler(ctx, js)).run(self.stop),
                 DurableConsumer(js, catalog, make_catalog_handler(catalog_ctx)).run(self.stop),
+                DurableConsumer(js, memory, make_memory_handler(memory_ctx)).run(self.stop),
             )
         finally:
             if self.embedder:

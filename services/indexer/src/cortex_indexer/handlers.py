@@ -1,7 +1,6 @@
 """Entry point for `kb.>` events: validate the payload, call the indexing function, publish after commit."""
 
 import logging
-from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from nats.js import JetStreamContext
@@ -16,15 +15,17 @@ from cortex_contracts.documents import (
 )
 from cortex_contracts.envelope import new_envelope
 from cortex_contracts.uploads import UploadCreated
-from cortex_indexer.indexing import EventMeta, IndexingContext, delete_document, index_document, record_upload
+from cortex_indexer.indexing import EventMeta, IndexingContext, delete_document, index_document
 from cortex_indexer.object_bodies import read_body
 from cortex_indexer.tenant_guard import refuse_cross_tenant_writes
-from cortex_messaging.delivery import Delivery, PoisonMessage
+from cortex_indexer.uploads import index_upload
+from cortex_messaging.delivery import Delivery, Handler, PoisonMessage, RecordedFailure
 from cortex_messaging.publisher import publish_event
 
 log = logging.getLogger(__name__)
 
 SOURCE = "cortex/indexer"
+EXTRACTION_FAILED = "extraction failed"
 
 
 Payload = TypeVar("Payload", DocumentUpserted, DocumentDeleted, UploadCreated)
@@ -42,12 +43,13 @@ def event_meta(delivery: Delivery) -> EventMeta:
     return EventMeta(event_id=event.id, organization_id=event.orgid, tenant_id=event.tenantid, time=event.time)
 
 
-def make_kb_handler(ctx: IndexingContext, js: JetStreamContext) -> Callable[[Delivery], Awaitable[None]]:
+def make_kb_handler(ctx: IndexingContext, js: JetStreamContext) -> Handler:
     @refuse_cross_tenant_writes
-    async def handle(delivery: Delivery) -> None:
+    async def handle(delivery: Delivery) -> RecordedFailure | None:
         event = delivery.event
         meta = event_meta(delivery)
         result: DocumentIndexed | None
+        failure_reason = None
         if delivery.action == subjects.DOCUMENT_UPSERTED:
             doc = _payload(DocumentUpserted, delivery)
             body = doc.body if doc.body_ref is None else await read_body(js, doc.body_ref)
@@ -55,8 +57,8 @@ def make_kb_handler(ctx: IndexingContext, js: JetStreamContext) -> Callable[[Del
         elif delivery.action == subjects.DOCUMENT_DELETED:
             result = await delete_document(ctx, meta, _payload(DocumentDeleted, delivery))
         elif delivery.action == subjects.UPLOAD_CREATED:
-            await record_upload(ctx, meta, _payload(UploadCreated, delivery))
-            return
+            upload = await index_upload(ctx, js, meta, _payload(UploadCreated, delivery))
+            result, failure_reason = upload.indexed, upload.failure_reason
         else:
             raise PoisonMessage(f"unknown event {delivery.action!r} on {delivery.subject}")
         if result is not None:
@@ -71,5 +73,6 @@ def make_kb_handler(ctx: IndexingContext, js: JetStreamContext) -> Callable[[Del
             )
             await publish_event(js, subjects.cortex_document_indexed(result.organization_id), indexed)
             log.info("indexed document %s v%d (%d chunks)", result.document_id, result.version, result.chunks)
+        return RecordedFailure(reason=EXTRACTION_FAILED, error=failure_reason) if failure_reason else None
 
     return handle

@@ -22,6 +22,7 @@ from cortex_store.tenancy import bind_organization
 log = logging.getLogger(__name__)
 
 EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
+FAILED = "failed"  # status of a document whose file could not be read
 
 
 class UnknownOrganization(Exception):
@@ -48,7 +49,7 @@ def _check_owner(stored: repository.StoredVersion | None, organization_id: uuid.
         raise PoisonMessage("document id already belongs to another organization")
 
 
-async def _is_stale(ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUID, version: int) -> bool:
+async def is_stale(ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUID, version: int) -> bool:
     """Cheap read before the expensive part: a duplicate or an older version needs no embedding."""
     async with ctx.sessions() as session, session.begin():
         await bind_organization(session, meta.organization_id)
@@ -78,15 +79,25 @@ async def _embed_changed(
 
 
 async def index_document(
-    ctx: IndexingContext, meta: EventMeta, doc: DocumentUpserted, body: str
+    ctx: IndexingContext,
+    meta: EventMeta,
+    doc: DocumentUpserted,
+    body: str,
+    *,
+    upload: UploadCreated | None = None,
+    failure_reason: str | None = None,
 ) -> DocumentIndexed | None:
-    """Store the document and its passages unless a newer version is already stored."""
+    """Store the document and its passages unless a newer version is already stored.
+
+    `upload` is the file the document was extracted from, recorded in the same transaction; with a
+    `failure_reason` the document is stored as failed, with no passages (nothing of it is searchable).
+    """
     if doc.organization_id != meta.organization_id:
         raise PoisonMessage("payload organizationId differs from the event's orgid")
-    if await _is_stale(ctx, meta, doc.document_id, doc.version):
+    if await is_stale(ctx, meta, doc.document_id, doc.version):
         return None
-    chunks = chunk_document(doc.title, body)
-    embeddings = await _embed_changed(ctx, doc.organization_id, doc.document_id, chunks)
+    chunks = [] if failure_reason else chunk_document(doc.title, body)
+    embeddings = None if failure_reason else await _embed_changed(ctx, doc.organization_id, doc.document_id, chunks)
     now = datetime.now(UTC)
     async with ctx.sessions() as session, session.begin():
         await bind_organization(session, doc.organization_id)
@@ -98,6 +109,8 @@ async def index_document(
         _check_owner(stored, doc.organization_id)
         if stored is not None and stored.version >= doc.version:
             return None
+        if upload is not None:
+            await repository.upsert_upload(session, upload)
         await repository.upsert_document(
             session,
             {
@@ -108,7 +121,9 @@ async def index_document(
                 "work_id": doc.work_id,
                 "title": doc.title,
                 "doc_class": doc.doc_class,
-                "status": doc.status.value,
+                "status": FAILED if failure_reason else doc.status.value,
+                "failure_reason": failure_reason,
+                "upload_id": doc.upload_id,
                 "source": doc.source,
                 "tags": sorted(set(doc.tags)),
                 "body": body,
@@ -142,6 +157,7 @@ async def index_document(
         version=doc.version,
         chunks=len(chunks),
         embedded=embeddings is not None,
+        failure_reason=failure_reason,
     )
 
 
@@ -174,15 +190,3 @@ async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDe
         embedded=False,
         deleted=True,
     )
-
-
-async def record_upload(ctx: IndexingContext, meta: EventMeta, upload: UploadCreated) -> None:
-    if upload.organization_id != meta.organization_id:
-        raise PoisonMessage("payload organizationId differs from the event's orgid")
-    async with ctx.sessions() as session, session.begin():
-        await bind_organization(session, upload.organization_id)
-        if not await repository.claim_event(session, ctx.consumer, meta.event_id):
-            return
-        if not await repository.organization_exists(session, upload.organization_id):
-            raise UnknownOrganization(str(upload.organization_id))
-        await repository.insert_upload(session, upload)

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, exists, select, update
+from sqlalchemy import delete, exists, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -61,10 +61,27 @@ async def upsert_document(session: AsyncSession, values: dict[str, Any]) -> None
     await session.execute(statement.on_conflict_do_update(index_elements=[KbDocument.id], set_=changed))
 
 
+# Token counts and postings come from PostgreSQL's own text analysis of the stored chunks, so the
+# lexical leg's BM25 sees exactly the lexemes its queries are analysed into.
+COUNT_TOKENS = text("""
+UPDATE kb_chunks c SET token_count = coalesce((SELECT sum(array_length(u.positions, 1)) FROM unnest(c.tsv) u), 0)
+WHERE c.document_id = :document_id
+""")
+INSERT_POSTINGS = text("""
+INSERT INTO kb_postings (organization_id, lexeme, chunk_id, document_id, tf, chunk_tokens)
+SELECT c.organization_id, u.lexeme, c.id, c.document_id, coalesce(array_length(u.positions, 1), 1), c.token_count
+FROM kb_chunks c, unnest(c.tsv) u
+WHERE c.document_id = :document_id
+""")
+
+
 async def replace_chunks(session: AsyncSession, document_id: uuid.UUID, rows: list[dict[str, Any]]) -> None:
+    """Replace the document's chunks (their postings go with them, by cascade) and post the new ones."""
     await session.execute(delete(KbChunk).where(KbChunk.document_id == document_id))
     if rows:
         await session.execute(insert(KbChunk), rows)
+        await session.execute(COUNT_TOKENS, {"document_id": document_id})
+        await session.execute(INSERT_POSTINGS, {"document_id": document_id})
 
 
 async def tombstone_document(
@@ -119,19 +136,18 @@ async def replace_citations(
         await session.execute(insert(KbCitation), rows)
 
 
-async def insert_upload(session: AsyncSession, upload: UploadCreated) -> None:
-    """Uploads are immutable: the first event for an id wins."""
-    await session.execute(
-        insert(KbUpload)
-        .values(
-            id=upload.upload_id,
-            organization_id=upload.organization_id,
-            work_id=upload.work_id,
-            filename=upload.filename,
-            media_type=upload.media_type,
-            size_bytes=upload.size_bytes,
-            object_bucket=upload.object.bucket if upload.object else None,
-            object_name=upload.object.name if upload.object else None,
-        )
-        .on_conflict_do_nothing()
-    )
+async def upsert_upload(session: AsyncSession, upload: UploadCreated) -> None:
+    """Record the upload, or a newer file uploaded under the same id (the caller checked the version)."""
+    values = {
+        "id": upload.upload_id,
+        "organization_id": upload.organization_id,
+        "work_id": upload.work_id,
+        "filename": upload.filename,
+        "media_type": upload.media_type,
+        "size_bytes": upload.size_bytes,
+        "object_bucket": upload.object.bucket if upload.object else None,
+        "object_name": upload.object.name if upload.object else None,
+    }
+    statement = insert(KbUpload).values(**values)
+    changed = {key: statement.excluded[key] for key in values if key not in ("id", "organization_id")}
+    await session.execute(statement.on_conflict_do_update(index_elements=[KbUpload.id], set_=changed))

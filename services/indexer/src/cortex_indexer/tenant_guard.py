@@ -3,6 +3,7 @@ row (say, a document id taken by another org) can never succeed, so retrying it 
 
 import functools
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from sqlalchemy.exc import DBAPIError
 
@@ -10,14 +11,16 @@ from cortex_messaging.delivery import Delivery, PoisonMessage
 
 INSUFFICIENT_PRIVILEGE = "42501"
 
-Handler = Callable[[Delivery], Awaitable[None]]
+Outcome = TypeVar("Outcome")
 
 
-def refuse_cross_tenant_writes(handler: Handler) -> Handler:
+def refuse_cross_tenant_writes(
+    handler: Callable[[Delivery], Awaitable[Outcome]],
+) -> Callable[[Delivery], Awaitable[Outcome]]:
     @functools.wraps(handler)
-    async def guarded(delivery: Delivery) -> None:
+    async def guarded(delivery: Delivery) -> Outcome:
         try:
-            await handler(delivery)
+            return await handler(delivery)
         except DBAPIError as exc:
             if getattr(exc.orig, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
                 raise PoisonMessage("the event names a row that belongs to another organization") from exc

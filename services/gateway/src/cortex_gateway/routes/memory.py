@@ -9,6 +9,7 @@ from cortex_contracts import subjects
 from cortex_contracts.rpc import (
     MAX_FEED_LIMIT,
     MAX_FILTER_VALUES,
+    MAX_QUERY_CHARS,
     Facets,
     FacetsReply,
     FacetsRequest,
@@ -19,6 +20,7 @@ from cortex_contracts.rpc import (
     ItemDetail,
     ItemReply,
     ItemRequest,
+    RetrievalMode,
     Sort,
     Stats,
     StatsReply,
@@ -59,8 +61,13 @@ async def get_memory(
     caller: CallerDep,
     res: ResourcesDep,
     filters: FiltersDep,
-    q: Annotated[str | None, Query(max_length=1000, description="Search text; absent = newest first.")] = None,
+    q: Annotated[
+        str | None, Query(max_length=MAX_QUERY_CHARS, description="Search text; absent = newest first.")
+    ] = None,
     sort: Annotated[Sort | None, Query(description="relevance (default with q) or updated.")] = None,
+    mode: Annotated[RetrievalMode, Query(description="hybrid, lexical (BM25 only) or semantic.")] = (
+        RetrievalMode.HYBRID
+    ),
     limit: Annotated[int, Query(ge=1, le=MAX_FEED_LIMIT, description="Page size.")] = 20,
     cursor: Annotated[str | None, Query(max_length=2000, description="`nextCursor` of the previous page.")] = None,
 ) -> FeedPage:
@@ -69,6 +76,7 @@ async def get_memory(
         q=(q or "").strip() or None,
         filters=filters,
         sort=sort,
+        mode=mode,
         limit=limit,
         cursor=cursor,
     )

@@ -1,0 +1,34 @@
+"""Why a file yields no text. Each carries a reason a person can act on; `str(error)` is that reason."""
+
+
+class ExtractionError(Exception):
+    """The file cannot be turned into text. Retrying will not help: the bytes are what they are."""
+
+    kind = "unreadable"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+    @property
+    def summary(self) -> str:
+        """`kind: reason`, e.g. `encrypted: the PDF needs a password to open`."""
+        return f"{self.kind}: {self.reason}"
+
+
+class UnsupportedMediaType(ExtractionError):
+    kind = "unsupported"
+
+
+class CorruptFile(ExtractionError):
+    kind = "corrupt"
+
+
+class EncryptedFile(ExtractionError):
+    kind = "encrypted"
+
+
+class TooLarge(ExtractionError):
+    """Over one of the caps that guard against huge inputs and decompression bombs."""
+
+    kind = "too large"

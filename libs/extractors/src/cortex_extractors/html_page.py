@@ -1,0 +1,139 @@
+"""HTML: the text a reader sees. Never the content of script, style, template, noscript or hidden elements.
+
+Headings become `#` lines, list items `- ` lines, table cells are joined with ` | `; the `<title>` (else
+the first heading) is the title.
+"""
+
+import codecs
+import re
+from html.parser import HTMLParser
+
+from cortex_extractors.extracted import Extracted
+from cortex_extractors.limits import BoundedText, short_title
+from cortex_extractors.media_types import HTML
+from cortex_extractors.plain_text import decode_text
+
+INVISIBLE = frozenset({"script", "style", "template", "noscript", "iframe", "object"})
+VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"})
+HEADINGS = {f"h{level}": level for level in range(1, 7)}
+BLOCKS = frozenset(
+    {
+        "address", "article", "aside", "blockquote", "caption", "dd", "details", "div", "dl", "dt", "fieldset",
+        "figcaption", "figure", "footer", "form", "header", "hr", "li", "main", "nav", "ol", "p", "pre",
+        "section", "summary", "table", "tr", "ul", "body", "html", "head",
+    }
+)  # fmt: skip
+CELLS = frozenset({"td", "th"})
+LINE_BREAK = "\ue000"  # stands for <br> until a block is flushed
+DISPLAY_NONE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
+META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:-]+)", re.IGNORECASE)
+SNIFF_BYTES = 2048
+
+
+def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
+    for name, value in attrs:
+        if name == "hidden" or (name == "style" and value and DISPLAY_NONE.search(value)):
+            return True
+        if name == "type" and value and value.lower() == "hidden":
+            return True
+    return False
+
+
+class _VisibleText(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out = BoundedText()
+        self.title: list[str] = []
+        self.first_heading: str | None = None
+        self._in_title = False
+        self._skipping: str | None = None  # tag whose subtree is invisible
+        self._skip_depth = 0
+        self._inline: list[str] = []
+        self._heading = 0
+        self._pre = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if self._skipping:
+            self._skip_depth += tag == self._skipping
+            return
+        if tag not in VOID and (tag in INVISIBLE or _hidden(attrs)):
+            self._skipping, self._skip_depth = tag, 1
+            return
+        if tag == "title":
+            self._in_title = True
+        elif tag in HEADINGS:
+            self._flush()
+            self._heading = HEADINGS[tag]
+        elif tag == "br":
+            self._inline.append(LINE_BREAK)
+        elif tag in CELLS:
+            if "".join(self._inline).strip():
+                self._inline.append(" | ")
+        elif tag in BLOCKS:
+            self._flush()
+            if tag == "li":
+                self._inline.append("- ")
+            self._pre += tag == "pre"
+
+    def handle_endtag(self, tag: str) -> None:
+        if self._skipping:
+            if tag == self._skipping:
+                self._skip_depth -= 1
+                if self._skip_depth == 0:
+                    self._skipping = None
+            return
+        if tag == "title":
+            self._in_title = False
+        elif tag in HEADINGS or tag in BLOCKS:
+            self._flush()
+            if tag == "pre":
+                self._pre = max(self._pre - 1, 0)
+
+    def handle_data(self, data: str) -> None:
+        if self._skipping:
+            return
+        if self._in_title:
+            self.title.append(data)
+        else:
+            self._inline.append(data)
+
+    def close(self) -> None:
+        super().close()
+        self._flush()
+
+    def _flush(self) -> None:
+        raw, self._inline = "".join(self._inline), []
+        if self._pre:
+            text = raw.replace(LINE_BREAK, "\n").strip("\n")
+        else:
+            text = "\n".join(" ".join(line.split()) for line in raw.split(LINE_BREAK))
+        if self._heading:
+            if text.strip():  # else a block inside the heading: its text is still to come
+                self.out.heading(self._heading, text)
+                self.first_heading = self.first_heading or short_title(text)
+                self._heading = 0
+        elif text.strip(" -|\n"):
+            self.out.add(text)
+
+
+def _declared_encoding(data: bytes) -> str:
+    found = META_CHARSET.search(data[:SNIFF_BYTES])
+    if found:
+        try:
+            return codecs.lookup(found.group(1).decode("ascii")).name
+        except LookupError:
+            pass
+    return "utf-8"
+
+
+class HtmlExtractor:
+    media_types = frozenset({HTML, "application/xhtml+xml"})
+
+    def extract(self, data: bytes, filename: str | None) -> Extracted:
+        parser = _VisibleText()
+        parser.feed(decode_text(data, _declared_encoding(data)))
+        parser.close()
+        return Extracted(title=short_title("".join(parser.title)) or parser.first_heading, text=parser.out.text())
+
+
+extractor = HtmlExtractor()

@@ -1,0 +1,63 @@
+"""`extract`: pick the extractor for a media type — an installed `cortex.extractor` plugin, else a built-in.
+
+Plugins are found once, on first use. One that fails to load is logged and skipped; the rest still work.
+"""
+
+import functools
+import logging
+from importlib.metadata import entry_points
+
+from cortex_extractors import html_page, markdown, pdf, plain_text, presentation, spreadsheet, word
+from cortex_extractors.errors import CorruptFile, ExtractionError, TooLarge, UnsupportedMediaType
+from cortex_extractors.extracted import Extracted, Extractor
+from cortex_extractors.limits import MAX_INPUT_BYTES
+from cortex_extractors.media_types import label, normalize
+
+log = logging.getLogger(__name__)
+
+GROUP = "cortex.extractor"
+BUILT_IN: tuple[Extractor, ...] = (
+    markdown.extractor,
+    plain_text.extractor,
+    html_page.extractor,
+    pdf.extractor,
+    word.extractor,
+    spreadsheet.extractor,
+    presentation.extractor,
+)
+BUILT_IN_MODULE = "cortex_extractors."
+
+
+@functools.cache
+def extractors() -> dict[str, Extractor]:
+    """Media type → extractor: the built-ins, overridden by other packages' entry points."""
+    by_type = {normalize(kind): built_in for built_in in BUILT_IN for kind in built_in.media_types}
+    for entry in entry_points(group=GROUP):
+        if entry.value.startswith(BUILT_IN_MODULE):
+            continue
+        try:
+            plugin: Extractor = entry.load()
+            by_type |= {normalize(kind): plugin for kind in plugin.media_types}
+        except Exception:
+            log.exception("extractor plugin %r (%s) failed to load; skipped", entry.name, entry.value)
+    return by_type
+
+
+def supported_media_types() -> frozenset[str]:
+    return frozenset(extractors())
+
+
+def extract(media_type: str, data: bytes, filename: str | None = None) -> Extracted:
+    """The text of a file. Raises an `ExtractionError` subclass, with a reason, for anything it cannot read."""
+    kind = normalize(media_type)
+    extractor = extractors().get(kind)
+    if extractor is None:
+        raise UnsupportedMediaType(f"no extractor for media type {kind!r}")
+    if len(data) > MAX_INPUT_BYTES:
+        raise TooLarge(f"the file is over {MAX_INPUT_BYTES // 2**20} MiB")
+    try:
+        return extractor.extract(data, filename)
+    except ExtractionError:
+        raise
+    except Exception as exc:  # parsers fail on malformed input with any exception at all
+        raise CorruptFile(f"not a readable {label(kind)} file ({type(exc).__name__}: {exc})") from exc

@@ -1,0 +1,106 @@
+"""Small files of each supported type, made in code — for tests and benchmarks, which ship no binary fixtures."""
+
+import io
+from collections.abc import Mapping, Sequence
+
+from docx import Document
+from openpyxl import Workbook
+from pptx import Presentation
+from pypdf import PdfReader, PdfWriter
+
+TITLE_AND_CONTENT = 1  # slide layout of python-pptx's default template
+
+
+def _pdf_string(text: str) -> bytes:
+    escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+    return b"(" + escaped.encode("latin-1", "replace") + b")"
+
+
+def pdf_file(pages: Sequence[str], *, title: str | None = None, password: str | None = None) -> bytes:
+    """A PDF with one page per string (lines in Helvetica); encrypted with AES-256 when `password` is given."""
+    objects: list[bytes] = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"",  # the page tree, once the pages' numbers are known
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+    ]
+    kids = []
+    for text in pages:
+        lines = b" T* ".join(_pdf_string(line) + b" Tj" for line in text.splitlines() or [""])
+        content = b"BT /F1 12 Tf 14 TL 72 720 Td " + lines + b" ET"
+        objects.append(b"<< /Length %d >>\nstream\n%s\nendstream" % (len(content), content))
+        objects.append(
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 3 0 R >> >> "
+            b"/Contents %d 0 R >>" % len(objects)
+        )
+        kids.append(b"%d 0 R" % len(objects))
+    objects[1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (b" ".join(kids), len(kids))
+    info = b""
+    if title is not None:
+        objects.append(b"<< /Title " + _pdf_string(title) + b" >>")
+        info = b" /Info %d 0 R" % len(objects)
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    out.writelines(b"%010d 00000 n \n" % offset for offset in offsets)
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R%s >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, info, xref))
+    if password is None:
+        return out.getvalue()
+    writer = PdfWriter(clone_from=PdfReader(io.BytesIO(out.getvalue())))
+    writer.encrypt(user_password=password, algorithm="AES-256")
+    encrypted = io.BytesIO()
+    writer.write(encrypted)
+    return encrypted.getvalue()
+
+
+def docx_file(
+    title: str, sections: Sequence[tuple[str, str]], *, table: Sequence[Sequence[str]] = (), core_title: str = ""
+) -> bytes:
+    """A DOCX: `title` in the Title style, then per section a Heading 1 and a paragraph, then a table."""
+    document = Document()
+    document.core_properties.title = core_title
+    document.add_heading(title, level=0)
+    for heading, paragraph in sections:
+        document.add_heading(heading, level=1)
+        document.add_paragraph(paragraph)
+    if table:
+        grid = document.add_table(rows=len(table), cols=len(table[0]))
+        for row, values in zip(grid.rows, table, strict=True):
+            for cell, value in zip(row.cells, values, strict=True):
+                cell.text = value
+    out = io.BytesIO()
+    document.save(out)
+    return out.getvalue()
+
+
+def xlsx_file(sheets: Mapping[str, Sequence[Sequence[object]]], *, title: str | None = None) -> bytes:
+    """An XLSX with one worksheet per entry, rows as given."""
+    workbook = Workbook()
+    workbook.remove(workbook.active)  # type: ignore[arg-type]
+    for name, rows in sheets.items():
+        sheet = workbook.create_sheet(name)
+        for row in rows:
+            sheet.append(list(row))
+    workbook.properties.title = title
+    out = io.BytesIO()
+    workbook.save(out)
+    return out.getvalue()
+
+
+def pptx_file(slides: Sequence[tuple[str, str]], *, notes: Mapping[int, str] | None = None) -> bytes:
+    """A PPTX with a Title-and-Content slide per (title, body); `notes` maps slide index → speaker notes."""
+    presentation = Presentation()
+    for index, (title, body) in enumerate(slides):
+        slide = presentation.slides.add_slide(presentation.slide_layouts[TITLE_AND_CONTENT])
+        assert slide.shapes.title is not None
+        slide.shapes.title.text = title
+        slide.placeholders[1].text = body
+        if notes and index in notes:
+            slide.notes_slide.notes_text_frame.text = notes[index]
+    out = io.BytesIO()
+    presentation.save(out)
+    return out.getvalue()

@@ -1,0 +1,71 @@
+"""Extractors are `cortex.extractor` entry points: the built-ins are registered, and a plugin can add or replace."""
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any
+
+import pytest
+
+from cortex_extractors import Extracted, extract, media_types, registry
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry() -> Iterator[None]:
+    registry.extractors.cache_clear()
+    yield
+    registry.extractors.cache_clear()
+
+
+def test_the_built_ins_are_registered_as_entry_points() -> None:
+    registered = {entry.name: entry.load() for entry in entry_points(group=registry.GROUP)}
+    assert {"markdown", "plain-text", "html", "pdf", "docx", "xlsx", "pptx"} <= set(registered)
+    covered = {kind for extractor in registered.values() for kind in extractor.media_types}
+    assert {media_types.PDF, media_types.DOCX, media_types.XLSX, media_types.PPTX, media_types.HTML} <= covered
+
+
+class Csv:
+    media_types = frozenset({"text/csv"})
+
+    def extract(self, data: bytes, filename: str | None) -> Extracted:
+        return Extracted(title=filename, text=data.decode().replace(",", " | "))
+
+
+@dataclass
+class FakeEntryPoint:
+    name: str
+    value: str
+    target: Any
+
+    def load(self) -> Any:
+        if isinstance(self.target, Exception):
+            raise self.target
+        return self.target
+
+
+def test_a_plugin_adds_a_media_type_and_a_broken_one_is_skipped(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    plugins = [
+        FakeEntryPoint("broken", "missing_package:extractor", ImportError("no module named missing_package")),
+        FakeEntryPoint("csv", "csv_plugin:extractor", Csv()),
+    ]
+    monkeypatch.setattr(registry, "entry_points", lambda group: plugins if group == registry.GROUP else [])
+
+    assert extract("text/csv", b"a,b", "t.csv") == Extracted(title="t.csv", text="a | b")
+    assert extract(media_types.PLAIN_TEXT, b"still here").text == "still here"
+    assert "'broken'" in caplog.text
+
+
+def test_a_plugin_replaces_a_built_in_for_its_media_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Shouting:
+        media_types = frozenset({media_types.PLAIN_TEXT})
+
+        def extract(self, data: bytes, filename: str | None) -> Extracted:
+            return Extracted(title=None, text=data.decode().upper())
+
+    plugins = [FakeEntryPoint("shout", "shout:extractor", Shouting())]
+    monkeypatch.setattr(registry, "entry_points", lambda group: plugins)
+
+    assert extract(media_types.PLAIN_TEXT, b"quiet").text == "QUIET"
+    assert extract(media_types.MARKDOWN, b"# md").text == "# md"

@@ -1,0 +1,51 @@
+"""`detect_media_type`: magic bytes first, then the file name; text that is not binary stays text."""
+
+import io
+import zipfile
+
+import pytest
+
+from cortex_extractors import detect_media_type, media_types, samples
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda: samples.pdf_file(["x"]), media_types.PDF),
+        (lambda: samples.docx_file("t", []), media_types.DOCX),
+        (lambda: samples.xlsx_file({"S": [["x"]]}), media_types.XLSX),
+        (lambda: samples.pptx_file([("t", "b")]), media_types.PPTX),
+    ],
+)
+def test_binary_formats_are_known_by_their_bytes_whatever_their_name(make: object, expected: str) -> None:
+    data = make()  # type: ignore[operator]
+    assert detect_media_type(None, data) == expected
+    assert detect_media_type("misnamed.txt", data) == expected
+
+
+@pytest.mark.parametrize(
+    ("filename", "data", "expected"),
+    [
+        ("notes.md", b"# Notes", media_types.MARKDOWN),
+        ("NOTES.MARKDOWN", b"# Notes", media_types.MARKDOWN),
+        ("notes.txt", b"plain", media_types.PLAIN_TEXT),
+        ("page.htm", b"<p>x</p>", media_types.HTML),
+        ("page", b"  <!DOCTYPE html><html></html>", media_types.HTML),
+        ("config.yaml", b"key: value\n", media_types.PLAIN_TEXT),
+        ("README", b"", media_types.PLAIN_TEXT),
+        ("notes.txt", b"\xff\xfe\x00\x81", media_types.PLAIN_TEXT),  # named text: its extractor says why not
+        ("photo.png", b"\x89PNG\r\n\x1a\n\x00\x00", "image/png"),
+        ("blob", b"\x00\x01\x02\xff", media_types.OCTET_STREAM),
+        ("old.doc", media_types.OLE_MAGIC + b"\x00" * 100, "application/msword"),
+        ("locked.docx", media_types.OLE_MAGIC + b"\x00" * 100, media_types.DOCX),
+    ],
+)
+def test_by_name_and_content(filename: str, data: bytes, expected: str) -> None:
+    assert detect_media_type(filename, data) == expected
+
+
+def test_a_zip_that_is_no_office_package_is_a_zip() -> None:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr("a.txt", "x")
+    assert detect_media_type("archive.bin", out.getvalue()) == media_types.ZIP

@@ -1,0 +1,168 @@
+"""`/api/memory/entries` and `/api/memory/recall`: agents remember and recall through Cortex."""
+
+import asyncio
+import hashlib
+import json
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from cortex_contracts import subjects
+from cortex_contracts.envelope import new_envelope
+from cortex_contracts.memory import (
+    MAX_ENTRY_CHARS,
+    MAX_RECALL_LIMIT,
+    TYPE_ENTRY_REMEMBERED,
+    EntryFound,
+    EntryLookup,
+    EntryRemembered,
+    MemoryPartition,
+    MemoryTier,
+    Recalled,
+    RecallRequest,
+)
+from cortex_contracts.rpc import EntryReply, RecallReply
+from cortex_gateway.aggregator_client import ask_aggregator
+from cortex_gateway.auth import Caller, CallerDep, ResourcesDep
+from cortex_gateway.problems import Problem
+from cortex_gateway.resources import Resources
+from cortex_gateway.routes.responses import ERRORS, problem
+from cortex_messaging.publisher import publish_event
+
+router = APIRouter(prefix="/api/memory", tags=["agent memory"])
+
+ENTRY_NAMESPACE = uuid.UUID("6a1f0c3d-9e2b-4f7a-8c5d-3b4e2a1f0d9c")
+WAIT_POLL_SECONDS = 0.1
+
+
+class EntryCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    content: str = Field(min_length=1, max_length=MAX_ENTRY_CHARS)
+    partition: MemoryPartition = MemoryPartition.EPISODIC
+    tier: MemoryTier = MemoryTier.SESSION
+    work_id: uuid.UUID | None = Field(default=None, alias="workId")
+    memory_session_id: str | None = Field(default=None, alias="memorySessionId", max_length=200)
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=200)
+    agent_run_id: str | None = Field(default=None, alias="agentRunId", max_length=200)
+    metadata: dict[str, Any] | None = None
+
+
+class EntryAccepted(BaseModel):
+    id: uuid.UUID
+    deduplicated: bool
+
+
+def entry_id(caller: Caller, entry: EntryCreate) -> uuid.UUID:
+    """The same content in the same scope is the same memory: its id derives from both."""
+    scope = [
+        caller.organization_id,
+        entry.tier.value,
+        entry.partition.value,
+        entry.work_id,
+        entry.memory_session_id,
+        entry.agent_id,
+    ]
+    digest = hashlib.sha256(entry.content.encode()).hexdigest()
+    return uuid.uuid5(ENTRY_NAMESPACE, json.dumps([str(part) if part else "" for part in scope] + [digest]))
+
+
+async def _exists(res: Resources, caller: Caller, id_: uuid.UUID) -> bool:
+    found: EntryFound = await ask_aggregator(
+        res,
+        subjects.RPC_AGGREGATOR_ENTRY,
+        EntryLookup(organization_id=caller.organization_id, entry_id=id_),
+        EntryReply,
+    )
+    return found.found
+
+
+@router.post(
+    "/entries",
+    status_code=202,
+    response_model=EntryAccepted,
+    summary="Remember something",
+    responses={
+        201: {"model": EntryAccepted, "description": "Stored and recallable (with ?wait=true)"},
+        504: problem("Not stored within the wait timeout"),
+        **ERRORS,
+    },
+)
+async def remember(
+    entry: EntryCreate,
+    caller: CallerDep,
+    res: ResourcesDep,
+    wait: Annotated[bool, Query(description="Answer 201 once the entry is recallable.")] = False,
+) -> JSONResponse:
+    id_ = entry_id(caller, entry)
+    if await _exists(res, caller, id_):
+        return JSONResponse({"id": str(id_), "deduplicated": True}, status_code=200)
+    if entry.metadata is not None and len(json.dumps(entry.metadata).encode()) > 16 * 1024:
+        raise Problem(422, "metadata is limited to 16 KiB of JSON.")
+    payload = EntryRemembered(
+        entry_id=id_,
+        organization_id=caller.organization_id,
+        content=entry.content,
+        partition=entry.partition,
+        tier=entry.tier,
+        work_id=entry.work_id,
+        memory_session_id=entry.memory_session_id,
+        agent_id=entry.agent_id,
+        agent_run_id=entry.agent_run_id,
+        metadata=entry.metadata,
+    )
+    event = new_envelope(
+        event_type=TYPE_ENTRY_REMEMBERED,
+        source="cortex/gateway",
+        org_id=caller.organization_id,
+        subject=str(id_),
+        data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
+        tenant_id=caller.tenant_id,
+        event_id=f"entry-{id_}",
+    )
+    await publish_event(res.js, subjects.memory_entry_remembered(caller.organization_id), event)
+    if not wait:
+        return JSONResponse({"id": str(id_), "deduplicated": False}, status_code=202)
+    try:
+        async with asyncio.timeout(res.settings.wait_timeout_seconds):
+            while not await _exists(res, caller, id_):
+                await asyncio.sleep(WAIT_POLL_SECONDS)
+    except TimeoutError as exc:
+        raise Problem(504, f"Entry {id_} was accepted but not stored in time; it will still be.") from exc
+    return JSONResponse({"id": str(id_), "deduplicated": False}, status_code=201)
+
+
+@router.get(
+    "/recall",
+    response_model=Recalled,
+    response_model_by_alias=True,
+    response_model_exclude_none=True,
+    summary="Recall memories by relevance and salience",
+    responses=ERRORS,
+)
+async def recall(
+    caller: CallerDep,
+    res: ResourcesDep,
+    q: Annotated[str, Query(min_length=1, max_length=4000, description="What to recall.")],
+    limit: Annotated[int, Query(ge=1, le=MAX_RECALL_LIMIT)] = 10,
+    partition: Annotated[list[MemoryPartition], Query(max_length=5)] = [],  # noqa: B006
+    tier: Annotated[list[MemoryTier], Query(max_length=4)] = [],  # noqa: B006
+    work_id: Annotated[uuid.UUID | None, Query(alias="workId")] = None,
+    session_id: Annotated[str | None, Query(alias="sessionId", max_length=200)] = None,
+    agent_id: Annotated[str | None, Query(alias="agentId", max_length=200)] = None,
+) -> Recalled:
+    request = RecallRequest(
+        organization_id=caller.organization_id,
+        q=q,
+        limit=limit,
+        partition=partition,
+        tier=tier,
+        work_id=work_id,
+        memory_session_id=session_id,
+        agent_id=agent_id,
+    )
+    result: Recalled = await ask_aggregator(res, subjects.RPC_AGGREGATOR_RECALL, request, RecallReply)
+    return result

@@ -1,0 +1,90 @@
+"""Store remembered memory entries: embedded, deduplicated by id (the id derives from scope + content)."""
+
+import hashlib
+import json
+import logging
+from collections.abc import Awaitable, Callable
+
+from pydantic import ValidationError
+from sqlalchemy import text
+
+from cortex_contracts.memory import EntryRemembered
+from cortex_indexer import repository
+from cortex_indexer.indexing import IndexingContext, UnknownOrganization
+from cortex_indexer.tenant_guard import refuse_cross_tenant_writes
+from cortex_messaging.delivery import Delivery, PoisonMessage
+from cortex_store.tenancy import bind_organization
+
+log = logging.getLogger(__name__)
+
+MAX_METADATA_BYTES = 16 * 1024
+
+INSERT_ENTRY = text("""
+INSERT INTO memory_entry (id, organization_id, tenant_id, partition, tier, work_id, memory_session_id, agent_id,
+                          agent_run_id, content, content_hash, metadata, created_at, updated_at, embedding,
+                          embedding_input)
+VALUES (:id, :org, :tenant, CAST(:partition AS memory_partition), CAST(:tier AS memory_tier), :work, :session,
+        :agent, :run, :content, :hash, CAST(:metadata AS jsonb), :at, :at, CAST(:embedding AS vector), :embedding_input)
+ON CONFLICT (id) DO NOTHING
+RETURNING id
+""")
+# BM25 needs each entry's length in the lexemes PostgreSQL's text analysis produced.
+COUNT_TOKENS = text("""
+UPDATE memory_entry m SET token_count = coalesce((SELECT sum(array_length(u.positions, 1)) FROM unnest(m.tsv) u), 0)
+WHERE m.id = :id
+""")
+
+
+def embedding_input(entry: EntryRemembered) -> str:
+    return entry.content
+
+
+def _vector(values: list[float] | None) -> str | None:
+    return None if values is None else "[" + ",".join(f"{x:.7g}" for x in values) + "]"
+
+
+def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[None]]:
+    @refuse_cross_tenant_writes
+    async def handle(delivery: Delivery) -> None:
+        try:
+            entry = EntryRemembered.model_validate(delivery.event.data)
+        except ValidationError as exc:
+            raise PoisonMessage(f"invalid {delivery.event.type} payload: {exc}") from exc
+        if entry.organization_id != delivery.event.orgid:
+            raise PoisonMessage("payload organizationId differs from the event's orgid")
+        metadata = json.dumps(entry.metadata) if entry.metadata is not None else None
+        if metadata is not None and len(metadata.encode()) > MAX_METADATA_BYTES:
+            raise PoisonMessage(f"metadata is over {MAX_METADATA_BYTES} bytes")
+        source_text = embedding_input(entry)
+        vector = (await ctx.embed([source_text]))[0] if ctx.embed else None
+        async with ctx.sessions() as session, session.begin():
+            await bind_organization(session, entry.organization_id)
+            if not await repository.claim_event(session, ctx.consumer, delivery.event.id):
+                return
+            if not await repository.organization_exists(session, entry.organization_id):
+                raise UnknownOrganization(str(entry.organization_id))
+            inserted = await session.execute(
+                INSERT_ENTRY,
+                {
+                    "id": entry.entry_id,
+                    "org": entry.organization_id,
+                    "tenant": delivery.event.tenantid,
+                    "partition": entry.partition.value,
+                    "tier": entry.tier.value,
+                    "work": entry.work_id,
+                    "session": entry.memory_session_id,
+                    "agent": entry.agent_id,
+                    "run": entry.agent_run_id,
+                    "content": entry.content,
+                    "hash": hashlib.sha256(entry.content.encode()).hexdigest(),
+                    "metadata": metadata,
+                    "at": entry.remembered_at or delivery.event.time,
+                    "embedding": _vector(vector),
+                    "embedding_input": source_text,
+                },
+            )
+            if inserted.first() is not None:
+                await session.execute(COUNT_TOKENS, {"id": entry.entry_id})
+        log.info("remembered entry %s", entry.entry_id)
+
+    return handle

@@ -1,0 +1,96 @@
+"""`kb.<org>.upload.created`: fetch the file from the Object Store, extract its text, index it as a document.
+
+A file that cannot be read — unsupported, corrupt, encrypted, too large, or gone — still becomes a
+document: stored with status `failed` and the reason, and the caller reports it to the dead-letter stream.
+It is never dropped, and never retried (the bytes will not change).
+"""
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from nats.js import JetStreamContext
+
+from cortex_contracts.documents import DocumentIndexed, DocumentUpserted
+from cortex_contracts.uploads import UploadCreated
+from cortex_extractors import ExtractionError, detect_media_type, extract, supported_media_types
+from cortex_extractors.limits import MAX_INPUT_BYTES
+from cortex_extractors.media_types import normalize
+from cortex_indexer.indexing import EventMeta, IndexingContext, index_document, is_stale
+from cortex_indexer.object_bodies import UnreadableObject, read_bytes
+from cortex_messaging.delivery import PoisonMessage
+
+SOURCE = "upload"
+UPLOAD_DOCUMENTS = uuid.UUID("9d3c1f52-7a4e-4b8e-a1d6-3f0e2c5b7a90")
+MAX_TITLE_CHARS = 300
+
+
+def document_id_for(upload_id: uuid.UUID) -> uuid.UUID:
+    """The document made from an upload: the same id every time, on every copy of the indexer."""
+    return uuid.uuid5(UPLOAD_DOCUMENTS, str(upload_id))
+
+
+@dataclass(frozen=True)
+class UploadIndexed:
+    indexed: DocumentIndexed | None  # None: a duplicate, or older than what is stored
+    failure_reason: str | None  # set when the document was stored as failed
+
+
+@dataclass(frozen=True)
+class _Text:
+    title: str | None
+    body: str
+    failure_reason: str | None
+
+
+def _media_type(upload: UploadCreated, data: bytes) -> str:
+    """The declared type when an extractor reads it, else what the bytes and the name say."""
+    declared = normalize(upload.media_type)
+    return declared if declared in supported_media_types() else detect_media_type(upload.filename, data)
+
+
+async def _text(js: JetStreamContext, upload: UploadCreated) -> _Text:
+    if upload.size_bytes > MAX_INPUT_BYTES:
+        return _Text(None, "", f"too large: the file is over {MAX_INPUT_BYTES // 2**20} MiB")
+    if upload.object is None:
+        return _Text(None, "", "missing: the event names no object holding the file")
+    try:
+        data = await read_bytes(js, upload.object, max_bytes=MAX_INPUT_BYTES)
+        extracted = await asyncio.to_thread(extract, _media_type(upload, data), data, upload.filename)
+    except UnreadableObject as exc:
+        return _Text(None, "", f"missing: {exc}")
+    except ExtractionError as exc:
+        return _Text(None, "", exc.summary)
+    return _Text(extracted.title, extracted.text, None)
+
+
+def _title(extracted: str | None, filename: str) -> str:
+    return (extracted or PurePath(filename).stem or filename)[:MAX_TITLE_CHARS]
+
+
+async def index_upload(
+    ctx: IndexingContext, js: JetStreamContext, meta: EventMeta, upload: UploadCreated
+) -> UploadIndexed:
+    """Index the uploaded file as one document (source `upload`), or store that document as failed."""
+    if upload.organization_id != meta.organization_id:
+        raise PoisonMessage("payload organizationId differs from the event's orgid")
+    document_id = document_id_for(upload.upload_id)
+    version = upload.version if upload.version is not None else int(meta.time.timestamp() * 1_000_000)
+    if await is_stale(ctx, meta, document_id, version):
+        return UploadIndexed(None, None)
+    text = await _text(js, upload)
+    doc = DocumentUpserted(
+        document_id=document_id,
+        organization_id=upload.organization_id,
+        work_id=upload.work_id,
+        title=_title(text.title, upload.filename),
+        doc_class=upload.doc_class,
+        tags=upload.tags,
+        source=SOURCE,
+        version=version,
+        updated_at=meta.time,
+        upload_id=upload.upload_id,
+    )
+    indexed = await index_document(ctx, meta, doc, text.body, upload=upload, failure_reason=text.failure_reason)
+    return UploadIndexed(indexed, text.failure_reason if indexed is not None else None)
