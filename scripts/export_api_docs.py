@@ -131,8 +131,10 @@ def event_headers() -> Schema:
 
 DEAD_LETTER_FIELDS = {
     "subject": "Subject the event was consumed from.",
-    "consumer": "Durable consumer that gave up.",
-    "reason": "`poison message` (can never be handled) or `max_deliver exceeded`.",
+    "consumer": "Durable consumer that gave up, or that recorded the failure.",
+    "reason": "`poison message` (can never be handled), `max_deliver exceeded`, or `extraction failed` (an "
+    "upload's file could not be read: the event was handled — its document is stored as failed — and this "
+    "is a copy).",
     "error": "The last error (at most 4000 characters).",
     "deliveries": "How many times the event was delivered.",
     "headers": "The original message headers.",
@@ -357,7 +359,8 @@ def _dead_letters(api: AsyncApi) -> None:
     }
     channel = api.channels["deadLetters"] = {
         "address": _address(subjects.dead_letter("{subject}")),
-        "description": f"Stream `{subjects.STREAM_DLQ}`: what failed `max_deliver` times or can never be handled.",
+        "description": f"Stream `{subjects.STREAM_DLQ}`: what failed `max_deliver` times or can never be handled, "
+        "and copies of uploads whose file could not be read.",
         "parameters": {"subject": {"description": "The full subject the event was consumed from (it has dots)."}},
         "messages": {"DeadLetter": _ref("#/components/messages/DeadLetter")},
     }

@@ -61,8 +61,12 @@ async def _seed(session: AsyncSession, documents: int) -> SeededOrg:
             {**params, "user": f"{user}-{org.id}"},
         )
     mission, team, work = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
-    await session.execute(text("INSERT INTO missions (id, organization_id, title) VALUES (:id, :org, 'M')"), {**params, "id": mission})
-    await session.execute(text("INSERT INTO teams (id, organization_id, name) VALUES (:id, :org, 'T')"), {**params, "id": team})
+    await session.execute(
+        text("INSERT INTO missions (id, organization_id, title) VALUES (:id, :org, 'M')"), {**params, "id": mission}
+    )
+    await session.execute(
+        text("INSERT INTO teams (id, organization_id, name) VALUES (:id, :org, 'T')"), {**params, "id": team}
+    )
     for work_id in (work, uuid.uuid4()):
         await session.execute(
             text("INSERT INTO works (id, organization_id, title, mission_id) VALUES (:id, :org, 'W', :mission)"),
@@ -173,7 +177,9 @@ async def test_no_organization_set_returns_no_rows(seeded: Seeded, app_engine: A
     # Nothing bound: no rows of any organization (other tests' included), not even a count.
     async with sessions() as session, session.begin():
         assert await _counts(session) == dict.fromkeys(TABLES, 0)
-        found = await session.scalar(text("SELECT count(*) FROM kb_documents WHERE id = ANY(:ids)"), {"ids": seeded.a.documents})
+        found = await session.scalar(
+            text("SELECT count(*) FROM kb_documents WHERE id = ANY(:ids)"), {"ids": seeded.a.documents}
+        )
         assert found == 0
     # Bound to "" (how a reset setting reads): still nothing.
     async with sessions() as session, session.begin():
@@ -181,7 +187,9 @@ async def test_no_organization_set_returns_no_rows(seeded: Seeded, app_engine: A
         assert await _counts(session) == dict.fromkeys(TABLES, 0)
 
 
-async def test_the_setting_lasts_one_transaction_on_a_reused_connection(seeded: Seeded, migrated: Infrastructure) -> None:
+async def test_the_setting_lasts_one_transaction_on_a_reused_connection(
+    seeded: Seeded, migrated: Infrastructure
+) -> None:
     engine = make_engine(migrated.app_database_url, pool_size=1)
     try:
         sessions = make_sessionmaker(engine)
@@ -245,7 +253,9 @@ WRITES_FOR_B = {
 
 
 @pytest.mark.parametrize("write", list(WRITES_FOR_B))
-async def test_writing_another_organizations_row_is_refused(seeded: Seeded, app_engine: AsyncEngine, write: str) -> None:
+async def test_writing_another_organizations_row_is_refused(
+    seeded: Seeded, app_engine: AsyncEngine, write: str
+) -> None:
     sessions = make_sessionmaker(app_engine)
     params = {"a": seeded.a.id, "b": seeded.b.id, "a_doc": seeded.a.documents[0]}
     with pytest.raises(DBAPIError) as refused:
@@ -271,9 +281,7 @@ async def test_the_service_role_cannot_bypass_row_level_security(seeded: Seeded,
         ).one()
         assert role.name == "cortex_app"
         assert (role.rolbypassrls, role.rolsuper) == (False, False)
-        tables = await session.execute(
-            text("SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'")
-        )
+        tables = await session.execute(text("SELECT tablename, tableowner FROM pg_tables WHERE schemaname = 'public'"))
         owners = {row.tablename: row.tableowner for row in tables}
         assert owners["kb_documents"] != role.name
         assert role.name not in owners.values()  # it owns no table at all
@@ -298,7 +306,9 @@ async def test_the_service_role_cannot_bypass_row_level_security(seeded: Seeded,
                 {"tables": sorted(tenant_tables)},
             )
         ).all()
-        unprotected = [row.relname for row in flags if not (row.relrowsecurity and row.relforcerowsecurity and row.has_policy)]
+        unprotected = [
+            row.relname for row in flags if not (row.relrowsecurity and row.relforcerowsecurity and row.has_policy)
+        ]
         assert unprotected == []
         assert len(flags) == len(tenant_tables)
     # Switching row security off does not show more: for this role it is an error instead.

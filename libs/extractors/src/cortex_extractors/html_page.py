@@ -31,12 +31,7 @@ SNIFF_BYTES = 2048
 
 
 def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
-    for name, value in attrs:
-        if name == "hidden" or (name == "style" and value and DISPLAY_NONE.search(value)):
-            return True
-        if name == "type" and value and value.lower() == "hidden":
-            return True
-    return False
+    return any(name == "hidden" or (name == "style" and value and DISPLAY_NONE.search(value)) for name, value in attrs)
 
 
 class _VisibleText(HTMLParser):

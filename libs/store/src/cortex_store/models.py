@@ -152,6 +152,7 @@ class KbDocument(Base):
     last_indexed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     deleted_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     upload_id: Mapped[uuid.UUID | None] = mapped_column(UUID)
+    token_count: Mapped[int] = mapped_column(Integer, default=0)
     agent_id: Mapped[str | None] = mapped_column(Text)
     agent_run_id: Mapped[str | None] = mapped_column(Text)
     failure_reason: Mapped[str | None] = mapped_column(Text)  # why its file could not be read (status failed)
@@ -224,7 +225,7 @@ class KbPosting(Base):
     chunk_id: Mapped[int] = mapped_column(ForeignKey("kb_chunks.id", ondelete="CASCADE"), primary_key=True)
     document_id: Mapped[uuid.UUID] = mapped_column(UUID)
     tf: Mapped[int] = mapped_column(Integer)
-    chunk_tokens: Mapped[int] = mapped_column(Integer)
+    document_tokens: Mapped[int] = mapped_column(Integer)
 
 
 class ProcessedEvent(Base):

@@ -30,32 +30,36 @@ def _restrict(where: DocumentFilter, column: str = "c.document_id") -> str:
 
 
 def _lexical(where: DocumentFilter) -> str:
-    """Okapi BM25 over the org's chunks (k1, b as in Lucene/bm25s; idf = ln(1 + (N - df + .5) / (df + .5))).
-
-    A query word may match alone (OR semantics): a long question need not have every word in one passage.
+    """Okapi BM25 over the org's documents (k1, b and idf = ln(1 + (N - df + .5) / (df + .5)) as in
+    Lucene and bm25s). Term frequencies add up over a document's passages; the passage where the query
+    terms weigh most is the one shown. Any query word may match alone: a long question need not have
+    every word in one document.
     """
     return f"""
 WITH q AS (
     SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', :q))
 ), corpus AS (
     SELECT count(*)::float AS n, greatest(avg(token_count), 1)::float AS avgdl
-    FROM kb_chunks WHERE organization_id = :org
+    FROM kb_documents WHERE organization_id = :org AND deleted_at IS NULL
 ), df AS (
-    SELECT p.lexeme, count(*)::float AS df
+    SELECT p.lexeme, count(DISTINCT p.document_id)::float AS df,
+           ln(1 + ((SELECT n FROM corpus) - count(DISTINCT p.document_id) + 0.5)
+                  / (count(DISTINCT p.document_id) + 0.5)) AS idf
     FROM kb_postings p JOIN q USING (lexeme)
     WHERE p.organization_id = :org
     GROUP BY p.lexeme
-), scored AS (
-    SELECT p.document_id, p.chunk_id,
-           sum(ln(1 + (corpus.n - df.df + 0.5) / (df.df + 0.5))
-               * p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * p.chunk_tokens / corpus.avgdl))) AS score
-    FROM kb_postings p JOIN df USING (lexeme) CROSS JOIN corpus
+), terms AS (
+    SELECT p.document_id, p.lexeme, sum(p.tf)::float AS tf, max(p.document_tokens)::float AS dl,
+           (array_agg(p.chunk_id ORDER BY p.tf DESC, p.chunk_id))[1] AS chunk_id
+    FROM kb_postings p JOIN df USING (lexeme)
     WHERE p.organization_id = :org{_restrict(where, "p.document_id")}
-    GROUP BY p.document_id, p.chunk_id
-), best AS (
-    SELECT DISTINCT ON (document_id) document_id, chunk_id, score FROM scored ORDER BY document_id, score DESC
+    GROUP BY p.document_id, p.lexeme
 )
-SELECT document_id, chunk_id, score FROM best ORDER BY score DESC, document_id LIMIT :n
+SELECT t.document_id,
+       (array_agg(t.chunk_id ORDER BY df.idf * t.tf DESC))[1] AS chunk_id,
+       sum(df.idf * t.tf * (:k1 + 1) / (t.tf + :k1 * (1 - :b + :b * t.dl / corpus.avgdl))) AS score
+FROM terms t JOIN df USING (lexeme) CROSS JOIN corpus
+GROUP BY t.document_id ORDER BY score DESC, t.document_id LIMIT :n
 """
 
 

@@ -84,7 +84,9 @@ def _pack(paragraphs: list[str]) -> list[str]:
             continue
         if size + len(words) > MAX_WORDS and current:
             passages.append("\n\n".join(current))
-            tail = current[-1].split()[-OVERLAP_WORDS:] if size > OVERLAP_WORDS else []
+            # Overlap only as far as the next paragraph leaves room: no passage exceeds MAX_WORDS.
+            room = min(OVERLAP_WORDS, MAX_WORDS - len(words))
+            tail = current[-1].split()[-room:] if size > OVERLAP_WORDS and room > 0 else []
             current, size = ([" ".join(tail)] if tail else []), len(tail)
         current.append(paragraph)
         size += len(words)

@@ -174,7 +174,7 @@ async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDe
         _check_owner(stored, doc.organization_id)
         if stored is not None and stored.version >= doc.version:
             return None
-        await repository.tombstone_document(
+        tombstoned = await repository.tombstone_document(
             session,
             doc.document_id,
             doc.organization_id,
@@ -182,6 +182,8 @@ async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDe
             datetime.now(UTC),
             exists_already=stored is not None,
         )
+        if not tombstoned:
+            raise PoisonMessage("document id already belongs to another organization")
     return DocumentIndexed(
         document_id=doc.document_id,
         organization_id=doc.organization_id,

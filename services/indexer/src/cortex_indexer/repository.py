@@ -63,14 +63,18 @@ async def upsert_document(session: AsyncSession, values: dict[str, Any]) -> None
 
 # Token counts and postings come from PostgreSQL's own text analysis of the stored chunks, so the
 # lexical leg's BM25 sees exactly the lexemes its queries are analysed into.
-COUNT_TOKENS = text("""
+COUNT_CHUNK_TOKENS = text("""
 UPDATE kb_chunks c SET token_count = coalesce((SELECT sum(array_length(u.positions, 1)) FROM unnest(c.tsv) u), 0)
 WHERE c.document_id = :document_id
 """)
+COUNT_DOCUMENT_TOKENS = text("""
+UPDATE kb_documents d SET token_count = coalesce((SELECT sum(c.token_count) FROM kb_chunks c WHERE c.document_id = d.id), 0)
+WHERE d.id = :document_id
+""")
 INSERT_POSTINGS = text("""
-INSERT INTO kb_postings (organization_id, lexeme, chunk_id, document_id, tf, chunk_tokens)
-SELECT c.organization_id, u.lexeme, c.id, c.document_id, coalesce(array_length(u.positions, 1), 1), c.token_count
-FROM kb_chunks c, unnest(c.tsv) u
+INSERT INTO kb_postings (organization_id, lexeme, chunk_id, document_id, tf, document_tokens)
+SELECT c.organization_id, u.lexeme, c.id, c.document_id, coalesce(array_length(u.positions, 1), 1), d.token_count
+FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id, unnest(c.tsv) u
 WHERE c.document_id = :document_id
 """)
 
@@ -80,7 +84,8 @@ async def replace_chunks(session: AsyncSession, document_id: uuid.UUID, rows: li
     await session.execute(delete(KbChunk).where(KbChunk.document_id == document_id))
     if rows:
         await session.execute(insert(KbChunk), rows)
-        await session.execute(COUNT_TOKENS, {"document_id": document_id})
+        await session.execute(COUNT_CHUNK_TOKENS, {"document_id": document_id})
+        await session.execute(COUNT_DOCUMENT_TOKENS, {"document_id": document_id})
         await session.execute(INSERT_POSTINGS, {"document_id": document_id})
 
 
@@ -92,8 +97,11 @@ async def tombstone_document(
     at: datetime,
     *,
     exists_already: bool,
-) -> None:
-    """Mark deleted but keep the row and its version, so a late older upsert cannot bring it back."""
+) -> bool:
+    """Mark deleted but keep the row and its version, so a late older upsert cannot bring it back.
+
+    False when the id is taken by a row this organization cannot see (another organization's document).
+    """
     await session.execute(delete(KbChunk).where(KbChunk.document_id == document_id))
     if exists_already:
         await session.execute(
@@ -101,9 +109,10 @@ async def tombstone_document(
             .where(KbDocument.id == document_id)
             .values(version=version, deleted_at=at, updated_at=at, body="", content_hash="", embedded=False)
         )
-        return
-    await session.execute(
-        insert(KbDocument).values(
+        return True
+    inserted = await session.execute(
+        insert(KbDocument)
+        .values(
             id=document_id,
             organization_id=organization_id,
             scope="org",
@@ -117,7 +126,10 @@ async def tombstone_document(
             updated_at=at,
             deleted_at=at,
         )
+        .on_conflict_do_nothing(index_elements=[KbDocument.id])
+        .returning(KbDocument.id)
     )
+    return inserted.first() is not None
 
 
 async def replace_citations(

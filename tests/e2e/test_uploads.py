@@ -1,0 +1,187 @@
+"""Files through the real upload path: `cortex ingest` puts the bytes in the Object Store and publishes
+`kb.<org>.upload.created`; the indexer extracts the text — or stores the document as failed with the
+reason, and dead-letters a copy of the event — and the next upload still flows."""
+
+import asyncio
+import json
+import random
+import string
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from nats.js import JetStreamContext
+
+from cortex_cli.ingest import IngestOptions, document_id_for, ingest_files, upload_id_for
+from cortex_contracts import subjects
+from cortex_extractors import media_types, samples
+from cortex_indexer.uploads import document_id_for as upload_document_id
+from tests.conftest import Org
+from tests.dlq import read_dead_letters
+from tests.events import search_ids
+from tests.infrastructure import Infrastructure
+
+pytestmark = pytest.mark.e2e
+
+CONSUMER = "indexer-kb"
+
+
+def word(prefix: str) -> str:
+    """A word no other document has (letters only, so every text parser keeps it whole)."""
+    return prefix + "".join(random.choices(string.ascii_lowercase, k=12))
+
+
+def options_for(org: Org) -> IngestOptions:
+    return IngestOptions(organization_id=org.id, work_id=None, doc_class=None, tags=())
+
+
+async def ingest(infra: Infrastructure, org: Org, directory: Path, files: dict[str, bytes]) -> dict[str, Path]:
+    """Write the files and run the CLI's ingest on them, as `cortex ingest` does."""
+    paths = {}
+    for name, data in files.items():
+        paths[name] = directory / name
+        paths[name].write_bytes(data)
+    assert await ingest_files(infra.nats_url, list(paths.values()), options_for(org)) == len(files)
+    return paths
+
+
+def upload_document(org: Org, path: Path) -> uuid.UUID:
+    return upload_document_id(upload_id_for(options_for(org), path))
+
+
+async def lexical_ids(client: httpx.AsyncClient, q: str) -> list[str]:
+    """Documents that contain the words (BM25 alone: the dense leg ranks every document, matching or not)."""
+    response = await client.get("/api/memory", params={"q": q, "mode": "lexical"})
+    assert response.status_code == 200, response.text
+    return [item["id"] for item in response.json()["items"]]
+
+
+async def detail_when(client: httpx.AsyncClient, document_id: uuid.UUID, **expected: Any) -> dict[str, Any]:
+    """The document's detail once it exists and has the expected top-level fields."""
+    async with asyncio.timeout(30):
+        while True:
+            response = await client.get(f"/api/memory/documents/{document_id}")
+            if response.status_code == 200:
+                detail: dict[str, Any] = response.json()
+                if all(detail.get(key) == value for key, value in expected.items()):
+                    return detail
+            else:
+                assert response.status_code == 404, response.text
+            await asyncio.sleep(0.2)
+
+
+async def test_every_file_type_is_extracted_and_found_by_its_own_words(
+    migrated: Infrastructure, org: Org, tmp_path: Path
+) -> None:
+    words = {kind: word(kind) for kind in ("pdf", "docx", "xlsx", "pptx", "html", "script", "style", "md")}
+    page = f"""<!doctype html><html><head><title>Field guide</title>
+        <style>.x {{ content: "{words["style"]}" }}</style><script>const t = "{words["script"]}";</script></head>
+        <body><h1>Birds</h1><p>The {words["html"]} sings at dawn.</p></body></html>"""
+    files = {
+        "survey.pdf": samples.pdf_file([f"Results: {words['pdf']} everywhere."], title="Survey results"),
+        "review.docx": samples.docx_file("Quarterly review", [("Revenue", f"Driven by {words['docx']} sales.")]),
+        "budget.xlsx": samples.xlsx_file({"Costs": [["Item", "Cost"], [words["xlsx"], 12]]}),
+        "kickoff.pptx": samples.pptx_file([("Kickoff", f"Goal: ship {words['pptx']}")]),
+        "guide.html": page.encode(),
+        "notes.md": f"# Notes\n\nPlain markdown still goes inline: {words['md']}.\n".encode(),
+    }
+    paths = await ingest(migrated, org, tmp_path, files)
+
+    expected = {
+        "survey.pdf": ("Survey results", media_types.PDF, words["pdf"]),
+        "review.docx": ("Quarterly review", media_types.DOCX, words["docx"]),
+        "budget.xlsx": ("budget", media_types.XLSX, words["xlsx"]),
+        "kickoff.pptx": ("Kickoff", media_types.PPTX, words["pptx"]),
+        "guide.html": ("Field guide", media_types.HTML, words["html"]),
+    }
+    for name, (title, media_type, unique) in expected.items():
+        document_id = upload_document(org, paths[name])
+        detail = await detail_when(org.member, document_id, status="published")
+        assert detail["item"]["title"] == title
+        assert detail["item"]["source"] == "upload"
+        assert "failureReason" not in detail
+        upload = detail["provenance"]["upload"]
+        assert upload["filename"] == name
+        assert upload["mediaType"] == media_type
+        assert upload["sizeBytes"] == len(files[name])
+        assert unique in detail["body"]
+        assert await lexical_ids(org.member, unique) == [str(document_id)], name
+        assert (await search_ids(org.member, unique))[0] == str(document_id), name
+
+    markdown = document_id_for(options_for(org), paths["notes.md"])
+    await detail_when(org.member, markdown, status="published")
+    assert await lexical_ids(org.member, words["md"]) == [str(markdown)]
+    assert (await search_ids(org.member, words["md"]))[0] == str(markdown)
+
+    assert await lexical_ids(org.member, words["script"]) == []
+    assert await lexical_ids(org.member, words["style"]) == []
+
+
+async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_and_the_next_still_indexed(
+    migrated: Infrastructure, org: Org, js: JetStreamContext, tmp_path: Path
+) -> None:
+    hidden, after = word("locked"), word("after")
+    docx = samples.docx_file("Broken", [("Section", "text")])
+    paths = await ingest(
+        migrated,
+        org,
+        tmp_path,
+        {
+            "locked.pdf": samples.pdf_file([f"Secret {hidden}"], password="hunter2"),
+            "broken.docx": docx[: len(docx) // 2],
+            "photo.png": b"\x89PNG\r\n\x1a\n" + bytes(64),
+        },
+    )
+    good = await ingest(migrated, org, tmp_path, {"after.pdf": samples.pdf_file([f"Indexed {after} anyway."])})
+
+    reasons = {
+        "locked.pdf": "encrypted: the PDF needs a password to open",
+        "broken.docx": "corrupt: not a valid DOCX file: damaged ZIP package",
+        "photo.png": "unsupported: no extractor for media type 'image/png'",
+    }
+    failed = {}
+    for name, reason in reasons.items():
+        document_id = upload_document(org, paths[name])
+        detail = await detail_when(org.member, document_id, status="failed")
+        assert detail["failureReason"].startswith(reason), detail["failureReason"]
+        assert detail["body"] == ""
+        assert detail["item"]["title"] == Path(name).stem
+        assert detail["provenance"]["upload"]["filename"] == name
+        failed[str(upload_id_for(options_for(org), paths[name]))] = detail["failureReason"]
+
+    good_id = upload_document(org, good["after.pdf"])
+    await detail_when(org.member, good_id, status="published")
+    assert await lexical_ids(org.member, after) == [str(good_id)]
+    assert (await search_ids(org.member, after))[0] == str(good_id)
+    assert await lexical_ids(org.member, hidden) == []
+
+    letters = await read_dead_letters(js, org.id, len(reasons))
+    by_upload = {json.loads(letter.record["payload"])["data"]["uploadId"]: letter for letter in letters}
+    assert set(by_upload) == set(failed)
+    for upload_id, reason in failed.items():
+        letter = by_upload[upload_id]
+        assert letter.subject == f"dlq.{subjects.kb_upload_created(org.id)}"
+        assert letter.record["reason"] == "extraction failed"
+        assert letter.record["error"] == reason
+        assert letter.record["consumer"] == CONSUMER
+        assert letter.record["deliveries"] == 1  # handled on the first delivery: recorded, not retried
+        assert letter.headers["Cortex-Dlq-Reason"] == "extraction failed"
+
+
+async def test_a_fixed_file_uploaded_again_replaces_its_failed_document(
+    migrated: Infrastructure, org: Org, js: JetStreamContext, tmp_path: Path
+) -> None:
+    fixed = word("fixed")
+    paths = await ingest(migrated, org, tmp_path, {"plan.docx": b"PK\x03\x04 not really a document"})
+    document_id = upload_document(org, paths["plan.docx"])
+    await detail_when(org.member, document_id, status="failed")
+
+    await ingest(migrated, org, tmp_path, {"plan.docx": samples.docx_file("Plan", [("Goal", f"Ship {fixed}.")])})
+
+    detail = await detail_when(org.member, document_id, status="published")
+    assert "failureReason" not in detail
+    assert detail["item"]["title"] == "Plan"
+    assert await lexical_ids(org.member, fixed) == [str(document_id)]
+    assert len(await read_dead_letters(js, org.id, 1)) == 1  # the first, failed upload only
