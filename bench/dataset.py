@@ -33,6 +33,8 @@ DOCUMENT_COLUMNS = (
     "status",
     "source",
     "tags",
+    "work_id",
+    "doc_class",
     "body",
     "content_hash",
     "version",
@@ -43,6 +45,20 @@ DOCUMENT_COLUMNS = (
 CHUNK_COLUMNS = ("document_id", "organization_id", "ordinal", "heading", "text", "content_hash", "embedding")
 
 Vectors = NDArray[np.float32]
+
+
+@dataclass(frozen=True)
+class DocumentFields:
+    """A bulk-loaded document's metadata (the search corpus keeps the defaults; bench.feed varies them)."""
+
+    status: str = "published"
+    source: str = "kb"
+    tags: Sequence[str] = ()
+    work_id: uuid.UUID | None = None  # scope "work" when set, else "org"
+    doc_class: str | None = None
+
+
+DEFAULT_FIELDS = DocumentFields()
 
 
 @dataclass(frozen=True)
@@ -97,12 +113,16 @@ async def insert_passages(
     connection: asyncpg.Connection,
     org_id: uuid.UUID,
     passages: Sequence[Passage],
-    vectors: Vectors,
+    vectors: Vectors | None,
     *,
     now: datetime,
     seed: int,
+    fields: Sequence[DocumentFields] | None = None,
 ) -> None:
-    """One org-scoped document per passage, its chunk embedded; COPY in batches, one transaction each."""
+    """One document per passage, its chunk embedded; COPY in batches, one transaction each.
+
+    With `vectors` None the documents get no chunks (not embedded); `fields` (one per passage) sets
+    their metadata, else every one is an org-scoped, published `kb` document without tags."""
     rng = np.random.default_rng(seed)
     ages = rng.uniform(0, 365 * 24 * 3600, size=len(passages))
     for start in range(0, len(passages), COPY_BATCH):
@@ -113,27 +133,34 @@ async def insert_passages(
             document_id = uuid.uuid4()
             updated = now - timedelta(seconds=float(ages[index]))
             body_hash = hashlib.sha256(passage.text.encode()).hexdigest()
+            meta = fields[index] if fields is not None else DEFAULT_FIELDS
             documents.append(
                 (
                     document_id,
                     org_id,
-                    "org",
+                    "org" if meta.work_id is None else "work",
                     passage.title,
-                    "published",
-                    "kb",
-                    [],
+                    meta.status,
+                    meta.source,
+                    list(meta.tags),
+                    meta.work_id,
+                    meta.doc_class,
                     passage.text,
                     body_hash,
                     1,
-                    True,
+                    vectors is not None,
                     updated,
                     now,
                 )
             )
-            chunks.append((document_id, org_id, 0, passage.heading, passage.text, passage.content_hash, vectors[index]))
+            if vectors is not None:
+                chunks.append(
+                    (document_id, org_id, 0, passage.heading, passage.text, passage.content_hash, vectors[index])
+                )
         async with connection.transaction():
             await connection.copy_records_to_table("kb_documents", records=documents, columns=DOCUMENT_COLUMNS)
-            await connection.copy_records_to_table("kb_chunks", records=chunks, columns=CHUNK_COLUMNS)
+            if chunks:
+                await connection.copy_records_to_table("kb_chunks", records=chunks, columns=CHUNK_COLUMNS)
 
 
 async def analyze(connection: asyncpg.Connection) -> None:

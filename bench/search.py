@@ -36,6 +36,7 @@ import numpy as np
 
 from bench import dataset
 from bench.corpus import TextGenerator
+from bench.cpu import CpuMeter, usage
 from bench.dataset import Passage, SyntheticVectors, Vectors
 from bench.explain import Explained, explain_search
 from bench.harness import RESULTS_DIR, Deployment, Member, asyncpg_dsn, deployment, new_member
@@ -157,7 +158,12 @@ async def measure_size(
     warmup = await fire(dep.base_url, big.headers, queries[::-1], args.warmup, args.concurrency, args.limit)
     if warmup.errors:
         raise RuntimeError(f"warm-up at {size} chunks failed: {warmup.errors}")
+    meter = CpuMeter(dep.pids)
+    before = meter.snapshot()
     run = await fire(dep.base_url, big.headers, queries, args.requests, args.concurrency, args.limit)
+    cpu = usage(before, meter.snapshot())
+    served = max(1, len(run.latencies))
+    cpu_ms = {name: 1000 * seconds / served for name, seconds in cpu.items() if name not in ("wall", "cores")}
     small_run = await fire(dep.base_url, small.headers, queries, SMALL_ORG_REQUESTS, args.concurrency, args.limit)
     alone = await fire(dep.base_url, big.headers, queries, args.single_requests, 1, args.limit)
     return {
@@ -170,6 +176,8 @@ async def measure_size(
         "small_org_latency_ms": latency_summary(small_run.latencies) if small_run.latencies else None,
         "small_org_errors": small_run.errors,
         "single_client_latency_ms": latency_summary(alone.latencies) if alone.latencies else None,
+        "cpu_ms_per_request": cpu_ms,
+        "cpu_busy_share": sum(cpu_ms.values()) * served / 1000 / (cpu["wall"] * cpu["cores"]),
     }
 
 
@@ -323,6 +331,10 @@ def _print_report(report: dict[str, Any]) -> None:
     if len(sizes) > 1:
         print("growth p50: " + "; ".join(_growth(sizes, "p50")))
         print("growth p99: " + "; ".join(_growth(sizes, "p99")))
+    print("CPU-ms per request, by process (during the measured run; `other` = the rest of the machine):")
+    for r in sizes:
+        parts = ", ".join(f"{name} {ms:.1f}" for name, ms in r["cpu_ms_per_request"].items())
+        print(f"  {r['size']:>7,}: {parts}")
     embed = report["query_embedding_ms"]
     print(
         f"bare query embedding (one query, this process, idle services): p50 {embed['p50']:.1f} ms, "

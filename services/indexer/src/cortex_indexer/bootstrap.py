@@ -11,6 +11,7 @@ from cortex_indexer.catalog_handler import make_catalog_handler
 from cortex_indexer.handlers import make_kb_handler
 from cortex_indexer.indexing import IndexingContext
 from cortex_indexer.memory_entries import make_memory_handler
+from cortex_indexer.outbox import OutboxRelay
 from cortex_indexer.settings import IndexerSettings
 from cortex_messaging.connection import connect
 from cortex_messaging.consumer import ConsumerSpec, DurableConsumer
@@ -69,8 +70,10 @@ class Indexer:
                 max_deliver=settings.max_deliver,
                 concurrency=4,
             )
+            relay = OutboxRelay(sessions, js)
             await asyncio.gather(
-                DurableConsumer(js, documents, make_kb_handler(ctx, js)).run(self.stop),
+                relay.sweep(self.stop),
+                DurableConsumer(js, documents, make_kb_handler(ctx, js, relay)).run(self.stop),
                 DurableConsumer(js, catalog, make_catalog_handler(catalog_ctx)).run(self.stop),
                 DurableConsumer(js, memory, make_memory_handler(memory_ctx)).run(self.stop),
             )

@@ -8,23 +8,21 @@ from pydantic import ValidationError
 
 from cortex_contracts import subjects
 from cortex_contracts.documents import (
-    TYPE_DOCUMENT_INDEXED,
     DocumentDeleted,
     DocumentIndexed,
     DocumentUpserted,
 )
-from cortex_contracts.envelope import new_envelope
 from cortex_contracts.uploads import UploadCreated
 from cortex_indexer.indexing import EventMeta, IndexingContext, delete_document, index_document
 from cortex_indexer.object_bodies import read_body
+from cortex_indexer.outbox import OutboxRelay
+from cortex_indexer.reports import report_id
 from cortex_indexer.tenant_guard import refuse_cross_tenant_writes
 from cortex_indexer.uploads import index_upload
 from cortex_messaging.delivery import Delivery, Handler, PoisonMessage, RecordedFailure
-from cortex_messaging.publisher import publish_event
 
 log = logging.getLogger(__name__)
 
-SOURCE = "cortex/indexer"
 EXTRACTION_FAILED = "extraction failed"
 
 
@@ -43,10 +41,9 @@ def event_meta(delivery: Delivery) -> EventMeta:
     return EventMeta(event_id=event.id, organization_id=event.orgid, tenant_id=event.tenantid, time=event.time)
 
 
-def make_kb_handler(ctx: IndexingContext, js: JetStreamContext) -> Handler:
+def make_kb_handler(ctx: IndexingContext, js: JetStreamContext, relay: OutboxRelay) -> Handler:
     @refuse_cross_tenant_writes
     async def handle(delivery: Delivery) -> RecordedFailure | None:
-        event = delivery.event
         meta = event_meta(delivery)
         result: DocumentIndexed | None
         failure_reason = None
@@ -62,16 +59,7 @@ def make_kb_handler(ctx: IndexingContext, js: JetStreamContext) -> Handler:
         else:
             raise PoisonMessage(f"unknown event {delivery.action!r} on {delivery.subject}")
         if result is not None:
-            indexed = new_envelope(
-                event_type=TYPE_DOCUMENT_INDEXED,
-                source=SOURCE,
-                org_id=result.organization_id,
-                subject=str(result.document_id),
-                data=result.model_dump(mode="json", by_alias=True),
-                tenant_id=event.tenantid,
-                event_id=f"indexed-{result.document_id}-{result.version}",
-            )
-            await publish_event(js, subjects.cortex_document_indexed(result.organization_id), indexed)
+            await relay.send(report_id(result))  # staged in the indexing transaction
             log.info("indexed document %s v%d (%d chunks)", result.document_id, result.version, result.chunks)
         return RecordedFailure(reason=EXTRACTION_FAILED, error=failure_reason) if failure_reason else None
 

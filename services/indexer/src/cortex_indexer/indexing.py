@@ -16,6 +16,7 @@ from cortex_contracts.documents import DocumentDeleted, DocumentIndexed, Documen
 from cortex_contracts.uploads import UploadCreated
 from cortex_indexer import repository
 from cortex_indexer.chunking import Chunk, chunk_document
+from cortex_indexer.reports import stage_report
 from cortex_messaging.delivery import PoisonMessage
 from cortex_store.tenancy import bind_organization
 
@@ -151,14 +152,16 @@ async def index_document(
                 for chunk in chunks
             ],
         )
-    return DocumentIndexed(
-        document_id=doc.document_id,
-        organization_id=doc.organization_id,
-        version=doc.version,
-        chunks=len(chunks),
-        embedded=embeddings is not None,
-        failure_reason=failure_reason,
-    )
+        report = DocumentIndexed(
+            document_id=doc.document_id,
+            organization_id=doc.organization_id,
+            version=doc.version,
+            chunks=len(chunks),
+            embedded=embeddings is not None,
+            failure_reason=failure_reason,
+        )
+        await stage_report(session, report, meta.tenant_id)
+    return report
 
 
 async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDeleted) -> DocumentIndexed | None:
@@ -184,11 +187,13 @@ async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDe
         )
         if not tombstoned:
             raise PoisonMessage("document id already belongs to another organization")
-    return DocumentIndexed(
-        document_id=doc.document_id,
-        organization_id=doc.organization_id,
-        version=doc.version,
-        chunks=0,
-        embedded=False,
-        deleted=True,
-    )
+        report = DocumentIndexed(
+            document_id=doc.document_id,
+            organization_id=doc.organization_id,
+            version=doc.version,
+            chunks=0,
+            embedded=False,
+            deleted=True,
+        )
+        await stage_report(session, report, meta.tenant_id)
+    return report

@@ -68,7 +68,8 @@ UPDATE kb_chunks c SET token_count = coalesce((SELECT sum(array_length(u.positio
 WHERE c.document_id = :document_id
 """)
 COUNT_DOCUMENT_TOKENS = text("""
-UPDATE kb_documents d SET token_count = coalesce((SELECT sum(c.token_count) FROM kb_chunks c WHERE c.document_id = d.id), 0)
+UPDATE kb_documents d
+SET token_count = coalesce((SELECT sum(c.token_count) FROM kb_chunks c WHERE c.document_id = d.id), 0)
 WHERE d.id = :document_id
 """)
 INSERT_POSTINGS = text("""

@@ -128,7 +128,7 @@ async def remember(
         return JSONResponse({"id": str(id_), "deduplicated": False}, status_code=202)
     try:
         async with asyncio.timeout(res.settings.wait_timeout_seconds):
-            while not await _exists(res, caller, id_):
+            while not await _exists(res, caller, id_):  # noqa: ASYNC110 — storing emits no event to wait on
                 await asyncio.sleep(WAIT_POLL_SECONDS)
     except TimeoutError as exc:
         raise Problem(504, f"Entry {id_} was accepted but not stored in time; it will still be.") from exc
