@@ -60,7 +60,8 @@ class Explained:
 
 # (label, every fragment the statement contains), first match wins.
 LABELS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("lexical", ("ts_rank",)),
+    ("lexical (BM25 postings)", ("kb_postings",)),
+    ("lexical (ts_rank)", ("ts_rank",)),
     ("dense exact", ("<=>", "+ 0")),
     ("dense hnsw", ("<=>",)),
     ("embedded chunk count", ("count(*)", "kb_chunks")),

@@ -1,10 +1,13 @@
 """Infrastructure and services for a benchmark run, in the deployment shape.
 
 PostgreSQL and NATS come from DATABASE_URL / NATS_URL when set, else the embedded servers in a temporary
-directory. Migrations are applied, then each service runs as its own OS process
-(`python -m cortex_<name>`) with DATABASE_URL, NATS_URL, CORTEX_SECRET and CORTEX_GATEWAY_PORT, its
-output in bench/results/logs/. A run is ready once the indexer consumes, the aggregator answers and
-the gateway's /readyz says so.
+directory. Migrations are applied (as the owner), then each service runs as its own OS process
+(`python -m cortex_<name>`) with DATABASE_URL (on the embedded server the application role, under
+row-level security, as `cortex run` does), NATS_URL, CORTEX_SECRET, CORTEX_GATEWAY_PORT and the
+gateway's per-token rate limit lifted; their output goes to bench/results/logs/. Anything else in the
+environment reaches the services too (e.g. CORTEX_INDEXER_CONCURRENCY, OMP_NUM_THREADS for
+experiments). A run is ready once the indexer consumes, the aggregator answers and the gateway's
+/readyz says so.
 """
 
 import os

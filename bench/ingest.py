@@ -16,23 +16,20 @@ figure of merit is pipeline docs/s ÷ mean bare docs/s (goal ≥ 0.85).
 
 import argparse
 import asyncio
-import json
 import sys
 import time
 import uuid
-from dataclasses import dataclass, field
 from typing import Any
 
+import asyncpg
 import httpx
-from nats.aio.msg import Msg
 
 from bench.corpus import TextGenerator
 from bench.cpu import CpuMeter, describe, usage
-from bench.harness import Deployment, Member, deployment, new_member
+from bench.harness import Deployment, Member, asyncpg_dsn, deployment, new_member
+from bench.publishing import Document, IndexedLog, upsert_event, wait_with_progress
 from bench.report import environment, table, write_json
 from cortex_contracts import subjects
-from cortex_contracts.documents import TYPE_DOCUMENT_UPSERTED
-from cortex_contracts.envelope import Envelope, new_envelope
 from cortex_embedding.local_model import LocalSentenceTransformer, load_local_embedder
 from cortex_indexer.chunking import chunk_document
 from cortex_messaging.connection import connect
@@ -41,50 +38,6 @@ from cortex_messaging.publisher import publish_event
 GOAL_RATIO = 0.85
 PAGE_SIZE = 100
 WARMUP_TEXTS = 64
-
-
-@dataclass(frozen=True)
-class Document:
-    id: uuid.UUID
-    title: str
-    body: str
-
-
-@dataclass
-class IndexedLog:
-    """Arrival time and chunk count of each expected document's `document.indexed` event."""
-
-    expected: set[str]
-    arrivals: dict[str, float] = field(default_factory=dict)
-    chunks: dict[str, int] = field(default_factory=dict)
-    not_embedded: list[str] = field(default_factory=list)
-    complete: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def on_message(self, msg: Msg) -> None:
-        data = json.loads(msg.data)["data"]
-        document_id = data["documentId"]
-        if document_id not in self.expected or document_id in self.arrivals:
-            return
-        self.arrivals[document_id] = time.perf_counter()
-        self.chunks[document_id] = int(data["chunks"])
-        if not data.get("embedded"):
-            self.not_embedded.append(document_id)
-        if len(self.arrivals) == len(self.expected):
-            self.complete.set()
-
-
-def upsert_event(org_id: uuid.UUID, doc: Document) -> Envelope:
-    """The event an upstream KB service publishes (the same shape as tests/events.py `upsert_event`)."""
-    data = {
-        "documentId": str(doc.id),
-        "organizationId": str(org_id),
-        "title": doc.title,
-        "body": doc.body,
-        "version": 1,
-    }
-    return new_envelope(
-        event_type=TYPE_DOCUMENT_UPSERTED, source="bench/upstream", org_id=org_id, subject=str(doc.id), data=data
-    )
 
 
 def make_documents(n: int, seed: int, target_bytes: int) -> list[Document]:
@@ -110,16 +63,24 @@ def measure_bare(model: LocalSentenceTransformer, texts: list[str], documents: i
     return {"seconds": seconds, "docs_per_s": documents / seconds, "chunks_per_s": len(texts) / seconds, "cpu": cpu}
 
 
-async def _wait_with_progress(log: IndexedLog, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while not log.complete.is_set():
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError(f"only {len(log.arrivals)}/{len(log.expected)} documents indexed in {timeout:g} s")
-        try:
-            await asyncio.wait_for(log.complete.wait(), timeout=min(15.0, remaining))
-        except TimeoutError:
-            print(f"  … {len(log.arrivals)}/{len(log.expected)} documents indexed", file=sys.stderr, flush=True)
+TABLE_ACTIVITY = """
+SELECT relname AS table, n_tup_ins AS inserted, n_tup_upd AS updated, n_tup_hot_upd AS hot_updated,
+       n_tup_del AS deleted, n_dead_tup AS dead
+FROM pg_stat_user_tables WHERE relname = ANY($1::text[]) ORDER BY relname
+"""
+
+
+async def table_activity(dep: Deployment) -> dict[str, dict[str, int]]:
+    """Row writes the pipeline caused, per table (PostgreSQL's statistics, flushed within a second)."""
+    await asyncio.sleep(1.5)
+    connection = await asyncpg.connect(asyncpg_dsn(dep.database_url))
+    try:
+        rows = await connection.fetch(TABLE_ACTIVITY, ["kb_documents", "kb_chunks", "kb_postings"])
+    finally:
+        await connection.close()
+    return {
+        row["table"]: {k: row[k] for k in ("inserted", "updated", "hot_updated", "deleted", "dead")} for row in rows
+    }
 
 
 async def _confirm(dep: Deployment, member: Member, documents: list[Document]) -> dict[str, Any]:
@@ -168,7 +129,7 @@ async def measure_pipeline(
         for event in events:
             await publish_event(js, subject, event)
         published = time.perf_counter()
-        await _wait_with_progress(log, timeout)
+        await wait_with_progress(log, timeout)
         cpu = usage(cpu_before, meter.snapshot())
         finished = max(log.arrivals.values())
         first = min(log.arrivals.values())
@@ -177,6 +138,7 @@ async def measure_pipeline(
         await nc.drain()
     assert not log.not_embedded, f"{len(log.not_embedded)} documents were indexed without embeddings"
     confirmation = await _confirm(dep, member, documents)
+    activity = await table_activity(dep)
     seconds = finished - started
     chunks = sum(log.chunks.values())
     return {
@@ -189,6 +151,7 @@ async def measure_pipeline(
         "first_indexed_after_seconds": first - started,
         "confirmation": confirmation,
         "cpu": cpu,
+        "table_activity": activity,
     }
 
 
@@ -224,6 +187,14 @@ def _print_report(result: dict[str, Any]) -> None:
         print(
             f"NOTE: the indexer reported {pipeline['chunks_indexed']} chunks, the bare run embedded {corpus['chunks']}"
         )
+    activity = pipeline["table_activity"]
+    print("row writes during the pipeline (pg_stat_user_tables):")
+    print(
+        table(
+            ["table", "inserted", "updated", "HOT updated", "deleted", "dead now"],
+            [[name, *counts.values()] for name, counts in activity.items()],
+        )
+    )
     print("\nCPU seconds (share of all cores over the phase):")
     for name, phase in (("bare, before", bare_before), ("pipeline", pipeline), ("bare, after", bare_after)):
         print(f"  {name}: {describe(phase['cpu'])}")
@@ -279,8 +250,8 @@ def main(argv: list[str] | None = None) -> int:
         "cpu_ratio": bare_cpu / pipeline_cpu,
         "goal_ratio": GOAL_RATIO,
     }
-    _print_report(result)
     path = write_json("ingest", result)
+    _print_report(result)
     print(f"\nwritten to {path}")
     return 0
 

@@ -12,11 +12,10 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
-from cortex_contracts.catalog import CatalogEntity
+from cortex_contracts.catalog import CatalogEntity, catalog_subject, catalog_type
+from cortex_contracts.envelope import new_envelope
 from cortex_gateway.tokens import issue_token
 from cortex_messaging.publisher import publish_event
-from cortex_contracts.catalog import catalog_subject, catalog_type
-from cortex_contracts.envelope import new_envelope
 from tests.catalog_events import publish_catalog
 from tests.conftest import Org
 from tests.events import IndexedWatcher, publish_upsert, upsert_event

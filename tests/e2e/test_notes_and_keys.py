@@ -248,7 +248,7 @@ async def test_rs256_tokens_are_verified_against_the_jwks(
         "unknown key id": rs256_token(stranger, "no-such-kid", user),
         "another published key's id": rs256_token(stranger, "another-published-key", user),
         "no signature": jwt.encode(
-            {"sub": user, "iss": ISSUER, "aud": AUDIENCE, "exp": 9_999_999_999}, None, algorithm="none"
+            {"sub": user, "iss": ISSUER, "aud": AUDIENCE, "exp": 9_999_999_999}, "", algorithm="none"
         ),
     }
     for case, token in rejected.items():

@@ -3,6 +3,9 @@
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
+# PostgreSQL text cannot hold NUL characters: refuse them at the edge, not deep in an INSERT.
+NO_NUL = r"^[^\x00]*$"
+
 
 class WireModel(BaseModel):
     """Strict, camelCase-on-the-wire model; Python code uses snake_case names."""

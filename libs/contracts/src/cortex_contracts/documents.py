@@ -7,9 +7,9 @@ from uuid import UUID
 
 from pydantic import Field, StringConstraints, model_validator
 
-from cortex_contracts.base import WireModel
+from cortex_contracts.base import NO_NUL, WireModel
 
-Tag = Annotated[str, StringConstraints(min_length=1, max_length=64, strip_whitespace=True)]
+Tag = Annotated[str, StringConstraints(min_length=1, max_length=64, strip_whitespace=True, pattern=NO_NUL)]
 MAX_BODY_CHARS = 1024 * 1024
 
 TYPE_DOCUMENT_UPSERTED = "kb.document.upserted"
@@ -34,18 +34,28 @@ class DocumentUpserted(WireModel):
     document_id: UUID = Field(description="Stable id of the document, chosen by the producer.")
     organization_id: UUID = Field(description="Owning organization; must match the envelope's orgid.")
     work_id: UUID | None = Field(default=None, description="Work the document belongs to; absent = org-scoped.")
-    title: str = Field(min_length=1, max_length=300, description="Document title.")
-    doc_class: str | None = Field(default=None, max_length=64, description="Document class, e.g. `spec`.")
+    title: str = Field(min_length=1, max_length=300, pattern=NO_NUL, description="Document title.")
+    doc_class: str | None = Field(
+        default=None, max_length=64, pattern=NO_NUL, description="Document class, e.g. `spec`."
+    )
     status: DocumentStatus = Field(default=DocumentStatus.PUBLISHED, description="Lifecycle status.")
     tags: list[Tag] = Field(default_factory=list, max_length=32, description="Free-form tags.")
-    body: str | None = Field(default=None, max_length=MAX_BODY_CHARS, description="Markdown or plain text.")
+    body: str | None = Field(
+        default=None, max_length=MAX_BODY_CHARS, pattern=NO_NUL, description="Markdown or plain text."
+    )
     body_ref: ObjectRef | None = Field(default=None, description="Body in the Object Store instead of inline.")
-    source: str = Field(default="kb", min_length=1, max_length=64, description="Producing system, e.g. `kb`.")
+    source: str = Field(
+        default="kb", min_length=1, max_length=64, pattern=NO_NUL, description="Producing system, e.g. `kb`."
+    )
     version: int = Field(ge=0, description="Monotonic per document; the highest version wins.")
     updated_at: datetime | None = Field(default=None, description="When the document last changed upstream.")
     upload_id: UUID | None = Field(default=None, description="Upload the document was extracted from.")
-    agent_id: str | None = Field(default=None, max_length=200, description="Agent that wrote the document.")
-    agent_run_id: str | None = Field(default=None, max_length=200, description="Agent run that wrote it.")
+    agent_id: str | None = Field(
+        default=None, max_length=200, pattern=NO_NUL, description="Agent that wrote the document."
+    )
+    agent_run_id: str | None = Field(
+        default=None, max_length=200, pattern=NO_NUL, description="Agent run that wrote it."
+    )
     cites: list[UUID] = Field(default_factory=list, max_length=200, description="Documents this one cites.")
 
     @model_validator(mode="after")

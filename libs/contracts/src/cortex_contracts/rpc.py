@@ -7,15 +7,17 @@ from uuid import UUID
 
 from pydantic import Field, StringConstraints
 
-from cortex_contracts.base import WireModel
+from cortex_contracts.base import NO_NUL, WireModel
 from cortex_contracts.memory import EntryFound, Recalled
 from cortex_contracts.memory_item import MemoryItem
 
 MAX_FEED_LIMIT = 100
 MAX_FILTER_VALUES = 50
 MAX_QUERY_CHARS = 4000
-Query = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS)]
-FilterText = Annotated[str, StringConstraints(min_length=1, max_length=200)]
+Query = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS, pattern=NO_NUL)
+]
+FilterText = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=NO_NUL)]
 
 
 class Sort(StrEnum):

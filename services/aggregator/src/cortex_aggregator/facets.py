@@ -72,8 +72,24 @@ async def _facet(session: AsyncSession, org: uuid.UUID, request: FacetsRequest, 
     found = [FacetValue(value=row.value, label=_label(facet, row.value, row.label), count=row.count) for row in rows]
     # A selected value stays visible as a chip even when nothing matches it any more.
     seen = {v.value for v in found}
-    selected = active_values(request.filters).get(facet, [])
-    return found + [FacetValue(value=v, label=_label(facet, v, None), count=0) for v in selected if v not in seen]
+    missing = [v for v in dict.fromkeys(active_values(request.filters).get(facet, [])) if v not in seen]
+    names = await _catalog_names(session, org, facet, missing) if missing else {}
+    return found + [FacetValue(value=v, label=_label(facet, v, names.get(v)), count=0) for v in missing]
+
+
+_NAMES = {
+    "work": "SELECT id::text AS value, title AS label FROM works",
+    "mission": "SELECT id::text AS value, title AS label FROM missions",
+    "team": "SELECT id::text AS value, name AS label FROM teams",
+}
+
+
+async def _catalog_names(session: AsyncSession, org: uuid.UUID, facet: str, values: list[str]) -> dict[str, str]:
+    """Titles of catalog entries (Works, Missions, Teams) that matched nothing but are selected."""
+    if facet not in _NAMES:
+        return {}
+    statement = text(f"{_NAMES[facet]} WHERE organization_id = :org AND id::text = ANY(:values) AND deleted_at IS NULL")
+    return {row.value: row.label for row in await session.execute(statement, {"org": org, "values": values})}
 
 
 async def facets(sessions: async_sessionmaker[AsyncSession], request: FacetsRequest) -> Facets:

@@ -3,7 +3,7 @@
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 
 from cortex_gateway.credentials import JwtVerifier
@@ -12,6 +12,7 @@ from cortex_gateway.problems import install_problem_handlers
 from cortex_gateway.resources import Resources
 from cortex_gateway.routes import entries, health, memory, notes
 from cortex_gateway.settings import GatewaySettings
+from cortex_gateway.strict_query import refuse_unknown_query
 from cortex_messaging.connection import connect
 from cortex_messaging.streams import ensure_streams
 from cortex_store.database import make_engine, make_sessionmaker
@@ -32,6 +33,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
             await engine.dispose()
 
     app = FastAPI(
+        dependencies=[Depends(refuse_unknown_query)],
         title="Cortex",
         summary="Organization-wide memory: search and browse everything an organization knows.",
         version="0.1.0",

@@ -11,6 +11,7 @@ import math
 import time
 from dataclasses import dataclass
 
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from cortex_gateway.problems import PROBLEM_JSON
@@ -26,8 +27,11 @@ async def _send_problem(
     await send({"type": "http.response.body", "body": body})
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(HTTPException):
+    """An HTTPException, so FastAPI passes it through its body parsing instead of answering 400."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(413, f"Request bodies are limited to {max_bytes} bytes.")
 
 
 class BodyLimit:
@@ -54,7 +58,7 @@ class BodyLimit:
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.max_bytes:
-                    raise _TooLarge
+                    raise _TooLarge(self.max_bytes)
             return message
 
         async def tracking_send(message: Message) -> None:

@@ -125,6 +125,8 @@ async def index_document(
                 "status": FAILED if failure_reason else doc.status.value,
                 "failure_reason": failure_reason,
                 "upload_id": doc.upload_id,
+                "agent_id": doc.agent_id,
+                "agent_run_id": doc.agent_run_id,
                 "source": doc.source,
                 "tags": sorted(set(doc.tags)),
                 "body": body,
@@ -136,6 +138,7 @@ async def index_document(
                 "deleted_at": None,
             },
         )
+        await repository.replace_citations(session, doc.organization_id, doc.document_id, doc.cites)
         await repository.replace_chunks(
             session,
             doc.document_id,

@@ -55,6 +55,8 @@ def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[
         metadata = json.dumps(entry.metadata) if entry.metadata is not None else None
         if metadata is not None and len(metadata.encode()) > MAX_METADATA_BYTES:
             raise PoisonMessage(f"metadata is over {MAX_METADATA_BYTES} bytes")
+        if metadata is not None and "\\u0000" in metadata:
+            raise PoisonMessage("metadata contains NUL characters, which PostgreSQL cannot store")
         source_text = embedding_input(entry)
         vector = (await ctx.embed([source_text]))[0] if ctx.embed else None
         async with ctx.sessions() as session, session.begin():

@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from cortex_contracts import subjects
+from cortex_contracts.base import NO_NUL
 from cortex_contracts.envelope import new_envelope
 from cortex_contracts.memory import (
     MAX_ENTRY_CHARS,
@@ -41,13 +42,13 @@ WAIT_POLL_SECONDS = 0.1
 class EntryCreate(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    content: str = Field(min_length=1, max_length=MAX_ENTRY_CHARS)
+    content: str = Field(min_length=1, max_length=MAX_ENTRY_CHARS, pattern=NO_NUL)
     partition: MemoryPartition = MemoryPartition.EPISODIC
     tier: MemoryTier = MemoryTier.SESSION
     work_id: uuid.UUID | None = Field(default=None, alias="workId")
-    memory_session_id: str | None = Field(default=None, alias="memorySessionId", max_length=200)
-    agent_id: str | None = Field(default=None, alias="agentId", max_length=200)
-    agent_run_id: str | None = Field(default=None, alias="agentRunId", max_length=200)
+    memory_session_id: str | None = Field(default=None, alias="memorySessionId", max_length=200, pattern=NO_NUL)
+    agent_id: str | None = Field(default=None, alias="agentId", max_length=200, pattern=NO_NUL)
+    agent_run_id: str | None = Field(default=None, alias="agentRunId", max_length=200, pattern=NO_NUL)
     metadata: dict[str, Any] | None = None
 
 
@@ -100,8 +101,12 @@ async def remember(
     id_ = entry_id(caller, entry)
     if await _exists(res, caller, id_):
         return JSONResponse({"id": str(id_), "deduplicated": True}, status_code=200)
-    if entry.metadata is not None and len(json.dumps(entry.metadata).encode()) > 16 * 1024:
-        raise Problem(422, "metadata is limited to 16 KiB of JSON.")
+    if entry.metadata is not None:
+        encoded = json.dumps(entry.metadata)
+        if len(encoded.encode()) > 16 * 1024:
+            raise Problem(422, "metadata is limited to 16 KiB of JSON.")
+        if "\\u0000" in encoded:
+            raise Problem(422, "metadata must not contain NUL characters.")
     payload = EntryRemembered(
         entry_id=id_,
         organization_id=caller.organization_id,
@@ -146,13 +151,13 @@ async def remember(
 async def recall(
     caller: CallerDep,
     res: ResourcesDep,
-    q: Annotated[str, Query(min_length=1, max_length=4000, description="What to recall.")],
+    q: Annotated[str, Query(min_length=1, max_length=4000, pattern=NO_NUL, description="What to recall.")],
     limit: Annotated[int, Query(ge=1, le=MAX_RECALL_LIMIT)] = 10,
     partition: Annotated[list[MemoryPartition], Query(max_length=5)] = [],  # noqa: B006
     tier: Annotated[list[MemoryTier], Query(max_length=4)] = [],  # noqa: B006
     work_id: Annotated[uuid.UUID | None, Query(alias="workId")] = None,
-    session_id: Annotated[str | None, Query(alias="sessionId", max_length=200)] = None,
-    agent_id: Annotated[str | None, Query(alias="agentId", max_length=200)] = None,
+    session_id: Annotated[str | None, Query(alias="sessionId", max_length=200, pattern=NO_NUL)] = None,
+    agent_id: Annotated[str | None, Query(alias="agentId", max_length=200, pattern=NO_NUL)] = None,
 ) -> Recalled:
     request = RecallRequest(
         organization_id=caller.organization_id,

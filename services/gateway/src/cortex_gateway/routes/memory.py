@@ -6,6 +6,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Path, Query
 
 from cortex_contracts import subjects
+from cortex_contracts.base import NO_NUL
 from cortex_contracts.rpc import (
     MAX_FEED_LIMIT,
     MAX_FILTER_VALUES,
@@ -17,6 +18,7 @@ from cortex_contracts.rpc import (
     FeedPage,
     FeedReply,
     FeedRequest,
+    FilterText,
     ItemDetail,
     ItemReply,
     ItemRequest,
@@ -34,13 +36,13 @@ router = APIRouter(prefix="/api/memory", tags=["memory"])
 
 
 def feed_filters(
-    type: Annotated[list[str], Query(max_length=MAX_FILTER_VALUES, description="docClass (repeatable)")] = [],  # noqa: A002, B006
+    type: Annotated[list[FilterText], Query(max_length=MAX_FILTER_VALUES, description="docClass (repeatable)")] = [],  # noqa: A002, B006
     work: Annotated[list[uuid.UUID], Query(max_length=MAX_FILTER_VALUES, description="Work id (repeatable)")] = [],  # noqa: B006
     mission: Annotated[list[uuid.UUID], Query(max_length=MAX_FILTER_VALUES, description="Mission id")] = [],  # noqa: B006
     team: Annotated[list[uuid.UUID], Query(max_length=MAX_FILTER_VALUES, description="Team id")] = [],  # noqa: B006
-    source: Annotated[list[str], Query(max_length=MAX_FILTER_VALUES, description="Source")] = [],  # noqa: B006
-    status: Annotated[list[str], Query(max_length=MAX_FILTER_VALUES, description="Status")] = [],  # noqa: B006
-    tag: Annotated[list[str], Query(max_length=MAX_FILTER_VALUES, description="Tag")] = [],  # noqa: B006
+    source: Annotated[list[FilterText], Query(max_length=MAX_FILTER_VALUES, description="Source")] = [],  # noqa: B006
+    status: Annotated[list[FilterText], Query(max_length=MAX_FILTER_VALUES, description="Status")] = [],  # noqa: B006
+    tag: Annotated[list[FilterText], Query(max_length=MAX_FILTER_VALUES, description="Tag")] = [],  # noqa: B006
 ) -> FeedFilters:
     """OR within one facet, AND across facets."""
     return FeedFilters(type=type, work=work, mission=mission, team=team, source=source, status=status, tag=tag)
@@ -62,7 +64,7 @@ async def get_memory(
     res: ResourcesDep,
     filters: FiltersDep,
     q: Annotated[
-        str | None, Query(max_length=MAX_QUERY_CHARS, description="Search text; absent = newest first.")
+        str | None, Query(max_length=MAX_QUERY_CHARS, pattern=NO_NUL, description="Search text; absent = newest first.")
     ] = None,
     sort: Annotated[Sort | None, Query(description="relevance (default with q) or updated.")] = None,
     mode: Annotated[RetrievalMode, Query(description="hybrid, lexical (BM25 only) or semantic.")] = (

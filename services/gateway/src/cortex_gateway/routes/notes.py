@@ -10,6 +10,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cortex_contracts import subjects
+from cortex_contracts.base import NO_NUL
 from cortex_contracts.doc_classes import DOC_CLASSES
 from cortex_contracts.documents import MAX_BODY_CHARS, TYPE_DOCUMENT_UPSERTED, DocumentUpserted, Tag
 from cortex_contracts.envelope import Envelope, new_envelope
@@ -30,8 +31,10 @@ IDEMPOTENCY_NAMESPACE = uuid.UUID("0b7e4a52-8f5c-4e0a-9a53-2c4d7f1e6b90")
 class NoteCreate(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    title: str = Field(min_length=1, max_length=300, description="1–300 characters.")
-    body: str | None = Field(default=None, max_length=MAX_BODY_CHARS, description="Markdown, at most 1 MiB.")
+    title: str = Field(min_length=1, max_length=300, pattern=NO_NUL, description="1–300 characters.")
+    body: str | None = Field(
+        default=None, max_length=MAX_BODY_CHARS, pattern=NO_NUL, description="Markdown, at most 1 MiB."
+    )
     doc_class: str | None = Field(default=None, alias="docClass", description=f"One of: {', '.join(DOC_CLASSES)}.")
     tags: list[Tag] = Field(default_factory=list, max_length=32, description="At most 32 tags of ≤ 64 characters.")
 
