@@ -101,6 +101,17 @@ def _assert_problem(response: schemathesis.Response) -> None:
         assert isinstance(body[name], str), body
 
 
+def _only_single_value_arrays(failure: str) -> bool:
+    """Schemathesis' one false positive here: it turns an array query parameter into a string as
+    "invalid data", but `?type=x` *is* a one-element array in a query string, so 200 is right."""
+    reasons = [line.strip() for line in failure.splitlines() if line.strip().startswith("- query:")]
+    return (
+        "Schema-violating request accepted" in failure
+        and bool(reasons)
+        and all("(was array, became string)" in reason for reason in reasons)
+    )
+
+
 def _run(
     operation: Any,
     mode: GenerationMode,
@@ -122,9 +133,12 @@ def _run(
     )
     @given(case=operation.as_strategy(generation_mode=mode, headers=fixed))
     def check(case: Case[Any]) -> None:
-        response = case.call_and_validate(
-            base_url=base_url, session=session, headers=headers, checks=CHECKS, timeout=30
-        )
+        response = case.call(base_url=base_url, session=session, headers=headers, timeout=30)
+        try:
+            case.validate_response(response, checks=CHECKS, headers=headers)
+        except (Exception, FailureGroup) as exc:
+            if not _only_single_value_arrays(str(exc)):
+                raise
         findings.statuses.setdefault(label, set()).add(response.status_code)
         if response.status_code >= 400:
             _assert_problem(response)

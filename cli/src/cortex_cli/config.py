@@ -52,6 +52,13 @@ class NotRunning(RuntimeError):
     pass
 
 
+def database_url() -> str:
+    url = os.environ.get("DATABASE_URL") or read_runtime(data_dir()).get("DATABASE_URL")
+    if not url:
+        raise NotRunning("set DATABASE_URL (the owner's URL), or start `make run`.")
+    return url
+
+
 def endpoints() -> Endpoints:
     runtime = read_runtime(data_dir())
     database_url = os.environ.get("DATABASE_URL") or runtime.get("DATABASE_URL")

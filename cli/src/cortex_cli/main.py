@@ -42,7 +42,7 @@ def _run(args: argparse.Namespace) -> int:
 def _migrate(args: argparse.Namespace) -> int:
     from cortex_store.migrate import upgrade
 
-    upgrade(config.endpoints().database_url)
+    upgrade(config.database_url())
     print("migrations applied")
     return 0
 

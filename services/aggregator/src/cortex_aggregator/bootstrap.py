@@ -98,7 +98,7 @@ def build(settings: AggregatorSettings | None = None) -> Aggregator:
     settings = settings or AggregatorSettings()  # filled from the environment
     embedder = None
     if settings.embedder == "local":
-        model = load_local_embedder()
+        model = load_local_embedder(threads=settings.embedding_threads)
         embedder = BatchingEmbedder(model) if model else None
     if embedder is None:
         log.warning("no query embedder: search is lexical-only")

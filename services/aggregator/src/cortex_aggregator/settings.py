@@ -23,6 +23,7 @@ class AggregatorSettings(BaseSettings):
         description="Signs page cursors so a forged or altered one is refused.",
     )
     embedder: Literal["local", "none"] = Field(default="local", description="`none` searches lexical-only.")
+    embedding_threads: int = Field(default=1, ge=1, description="torch threads for query embedding.")
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal-rank-fusion constant.")
     lexical_weight: float = Field(default=1.0, ge=0)
     dense_weight: float = Field(default=1.0, ge=0)

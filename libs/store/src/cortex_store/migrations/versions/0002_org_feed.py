@@ -5,8 +5,6 @@ Revision ID: 0002
 Revises: 0001
 """
 
-import os
-
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql as pg
@@ -122,10 +120,6 @@ def upgrade() -> None:
     _row_level_security()
 
 
-def _literal(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
-
-
 def _row_level_security() -> None:
     """Forced RLS keyed on a per-transaction setting; the services connect as a role that owns nothing."""
     op.execute(f"""
@@ -134,9 +128,7 @@ def _row_level_security() -> None:
                 CREATE ROLE {APP_ROLE} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
             END IF;
         END $$""")
-    password = os.environ.get("CORTEX_APP_DB_PASSWORD")
-    if password:
-        op.get_bind().exec_driver_sql(f"ALTER ROLE {APP_ROLE} PASSWORD {_literal(password)}")
+    # Its password (CORTEX_APP_DB_PASSWORD) is set by cortex_store.migrate after every run.
     op.execute(f"GRANT USAGE ON SCHEMA public TO {APP_ROLE}")
     op.execute(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {APP_ROLE}")
     op.execute(f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {APP_ROLE}")
