@@ -50,6 +50,30 @@ def _check_owner(stored: repository.StoredVersion | None, organization_id: uuid.
         raise PoisonMessage("document id already belongs to another organization")
 
 
+@dataclass(frozen=True)
+class Claim:
+    newer: bool  # False: the event was handled before, or a newer (or equal) version is stored
+    stored: repository.StoredVersion | None
+
+
+async def _claim_newer(
+    session: AsyncSession,
+    ctx: IndexingContext,
+    meta: EventMeta,
+    document_id: uuid.UUID,
+    version: int,
+) -> Claim:
+    """In the change's transaction: record the event, lock the document row, compare versions."""
+    await bind_organization(session, meta.organization_id)
+    if not await repository.claim_event(session, ctx.consumer, meta.event_id):
+        return Claim(newer=False, stored=None)
+    if not await repository.organization_exists(session, meta.organization_id):
+        raise UnknownOrganization(str(meta.organization_id))
+    stored = await repository.stored_version(session, document_id, lock=True)
+    _check_owner(stored, meta.organization_id)
+    return Claim(newer=stored is None or stored.version < version, stored=stored)
+
+
 async def is_stale(ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUID, version: int) -> bool:
     """Cheap read before the expensive part: a duplicate or an older version needs no embedding."""
     async with ctx.sessions() as session, session.begin():
@@ -101,14 +125,8 @@ async def index_document(
     embeddings = None if failure_reason else await _embed_changed(ctx, doc.organization_id, doc.document_id, chunks)
     now = datetime.now(UTC)
     async with ctx.sessions() as session, session.begin():
-        await bind_organization(session, doc.organization_id)
-        if not await repository.claim_event(session, ctx.consumer, meta.event_id):
-            return None
-        if not await repository.organization_exists(session, doc.organization_id):
-            raise UnknownOrganization(str(doc.organization_id))
-        stored = await repository.stored_version(session, doc.document_id, lock=True)
-        _check_owner(stored, doc.organization_id)
-        if stored is not None and stored.version >= doc.version:
+        claim = await _claim_newer(session, ctx, meta, doc.document_id, doc.version)
+        if not claim.newer:
             return None
         if upload is not None:
             await repository.upsert_upload(session, upload)
@@ -171,14 +189,8 @@ async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDe
     if doc.organization_id != meta.organization_id:
         raise PoisonMessage("payload organizationId differs from the event's orgid")
     async with ctx.sessions() as session, session.begin():
-        await bind_organization(session, doc.organization_id)
-        if not await repository.claim_event(session, ctx.consumer, meta.event_id):
-            return None
-        if not await repository.organization_exists(session, doc.organization_id):
-            raise UnknownOrganization(str(doc.organization_id))
-        stored = await repository.stored_version(session, doc.document_id, lock=True)
-        _check_owner(stored, doc.organization_id)
-        if stored is not None and stored.version >= doc.version:
+        claim = await _claim_newer(session, ctx, meta, doc.document_id, doc.version)
+        if not claim.newer:
             return None
         tombstoned = await repository.tombstone_document(
             session,
@@ -186,7 +198,7 @@ async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDe
             doc.organization_id,
             doc.version,
             datetime.now(UTC),
-            exists_already=stored is not None,
+            exists_already=claim.stored is not None,
         )
         if not tombstoned:
             raise PoisonMessage("document id already belongs to another organization")
