@@ -29,7 +29,8 @@ def _process_seconds(pid: int, *, with_children: bool) -> float:
             times = process.cpu_times()
         except psutil.Error:
             continue
-        total += times.user + times.system
+        # children_*: descendants that exited and were reaped (PostgreSQL backends of closed connections)
+        total += times.user + times.system + times.children_user + times.children_system
     return total
 
 
@@ -39,7 +40,7 @@ def _machine_seconds() -> float:
 
 
 class CpuMeter:
-    """Each named root process is counted with all its descendants (PostgreSQL backends, model threads)."""
+    """Each named root process is counted with all its descendants, live or exited (PostgreSQL backends)."""
 
     def __init__(self, roots: dict[str, int]) -> None:
         self.roots = roots
@@ -48,6 +49,14 @@ class CpuMeter:
         by_name = {name: _process_seconds(pid, with_children=True) for name, pid in self.roots.items()}
         by_name["bench"] = _process_seconds(os.getpid(), with_children=False)
         return CpuSnapshot(time.perf_counter(), by_name, _machine_seconds())
+
+
+def busy_cores(meter: CpuMeter, names: tuple[str, ...], seconds: float = 1.0) -> float:
+    """How many cores the named processes used over the next `seconds` (blocking)."""
+    before = meter.snapshot()
+    time.sleep(seconds)
+    after = meter.snapshot()
+    return sum(after.by_name.get(n, 0.0) - before.by_name.get(n, 0.0) for n in names) / (after.at - before.at)
 
 
 def usage(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, float]:

@@ -40,7 +40,7 @@ import numpy as np
 
 from bench import dataset
 from bench.corpus import TextGenerator
-from bench.cpu import CpuMeter, usage
+from bench.cpu import CpuMeter, busy_cores, usage
 from bench.dataset import Passage, SyntheticVectors, Vectors
 from bench.explain import Explained, explain_search
 from bench.fidelity import compare_documents
@@ -54,6 +54,7 @@ SMALL_ORG_PASSAGES = 60
 QUERY_POOL = 400
 SMALL_ORG_REQUESTS = 100
 FIDELITY_PASSAGES = 3
+IDLE_CORES = 0.15
 EXPLAIN_FILE = RESULTS_DIR / "search-explain.txt"
 
 
@@ -180,6 +181,16 @@ def build_corpus(args: argparse.Namespace, max_size: int) -> tuple[Corpus, dict[
     return corpus, query_cost
 
 
+async def settle_seconds(meter: CpuMeter, limit: float = 300.0) -> float:
+    """How long the aggregator and PostgreSQL keep working after the last answer (requests the gateway
+    gave up on are still being computed); waits until they are idle so the next phase starts clean."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < limit:
+        if await asyncio.to_thread(busy_cores, meter, ("aggregator", "postgres")) < IDLE_CORES:
+            break
+    return time.perf_counter() - started
+
+
 async def measure_size(
     dep: Deployment, big: Member, small: Member, corpus: Corpus, size: int, args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -191,6 +202,7 @@ async def measure_size(
     before = meter.snapshot()
     run = await fire(dep.base_url, big.headers, queries, args.requests, args.concurrency, args.limit)
     cpu = usage(before, meter.snapshot())
+    settle = await settle_seconds(meter)
     served = max(1, args.requests)  # answered or not, each request cost what it cost
     cpu_ms = {name: 1000 * seconds / served for name, seconds in cpu.items() if name not in ("wall", "cores")}
     small_run = await fire(dep.base_url, small.headers, queries, SMALL_ORG_REQUESTS, args.concurrency, args.limit)
@@ -206,6 +218,7 @@ async def measure_size(
         "small_org_errors": small_run.errors,
         "single_client_latency_ms": latency_summary(alone.latencies) if alone.latencies else None,
         "warmup_errors": warmup.errors,
+        "busy_after_last_answer_seconds": settle,
         "cpu_ms_per_request": cpu_ms,
         "cpu_busy_share": sum(cpu_ms.values()) * served / 1000 / (cpu["wall"] * cpu["cores"]),
     }
@@ -309,7 +322,8 @@ def _print_size(result: dict[str, Any]) -> None:
         return
     print(
         f"        p50 {latency['p50']:.1f} ms  p99 {latency['p99']:.1f} ms  "
-        f"({result['throughput_rps']:.1f} req/s, errors {result['errors'] or 'none'})",
+        f"({result['throughput_rps']:.1f} req/s, errors {result['errors'] or 'none'}; aggregator and PostgreSQL "
+        f"busy {result['busy_after_last_answer_seconds']:.1f} s after the last answer)",
         flush=True,
     )
 
@@ -390,7 +404,9 @@ def _print_report(report: dict[str, Any]) -> None:
     print("CPU-ms per request, by process (during the measured run; `other` = the rest of the machine):")
     for r in sizes:
         parts = ", ".join(f"{name} {ms:.1f}" for name, ms in r["cpu_ms_per_request"].items())
-        print(f"  {r['size']:>7,}: {parts}")
+        print(
+            f"  {r['size']:>7,}: {parts}; still busy {r['busy_after_last_answer_seconds']:.0f} s after the last answer"
+        )
     embed = report["query_embedding_ms"]
     per_threads = "; ".join(
         f"{key.replace('_', ' ')}: p50 {value['p50']:.1f} ms, p99 {value['p99']:.1f} ms"
@@ -414,18 +430,15 @@ def _print_report(report: dict[str, Any]) -> None:
             f"\nOne search in the big org, statement by statement (query {explained[0]['explain_query']!r}); "
             "ms as run by the service / EXPLAIN ANALYZE custom plan / generic plan:"
         )
+        labels = list(dict.fromkeys(e["statement"] for r in explained for e in r["explain_ms"]))
         rows = []
-        for index, first in enumerate(explained[0]["explain_ms"]):
-            row: list[object] = [first["statement"]]
+        for name in labels:
+            row: list[object] = [name]
             for r in explained:
-                e = r["explain_ms"][index] if index < len(r["explain_ms"]) else None
-                row.append(_triple(e) if e and e["statement"] == first["statement"] else "(other statement)")
+                entry = next((e for e in r["explain_ms"] if e["statement"] == name), None)
+                row.append(_triple(entry) if entry else "-")
             rows.append(row)
         print(table(["statement", *(f"{r['size']:,}" for r in explained)], rows))
-        for r in explained:
-            others = [e["statement"] for e in r["explain_ms"]][len(explained[0]["explain_ms"]) :]
-            if others:
-                print(f"  at {r['size']:,} also: {', '.join(others)}")
         print(f"plans: {EXPLAIN_FILE}")
 
 
