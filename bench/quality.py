@@ -122,6 +122,7 @@ async def cisi(dep: Deployment) -> dict[str, Any]:
     for mode in MODES:
         runs = await run_queries(dep.base_url, member.headers, data.queries, {"mode": mode}, back.__getitem__)
         results[f"cortex {mode}"] = score(runs, data.relevant)
+        print(f"cortex {mode}: {results[f'cortex {mode}']}", flush=True)
 
     model = load_local_embedder()
     assert model is not None, "the references need the local embedding model"
@@ -200,6 +201,7 @@ async def locomo(dep: Deployment) -> dict[str, Any]:
 
         cortex_runs = dict(enumerate(await asyncio.gather(*(one(q) for q in queries))))
     results["cortex recall (hybrid + salience)"] = {"recall@10": evidence_recall(cortex_runs, queries)}
+    print(f"cortex recall@10: {results['cortex recall (hybrid + salience)']['recall@10']}", flush=True)
 
     model = load_local_embedder()
     assert model is not None, "the references need the local embedding model"
