@@ -56,6 +56,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+from numpy.typing import NDArray
 
 from bench import dataset, feed_shapes
 from bench.corpus import TextGenerator
@@ -164,9 +165,10 @@ class Catalog:
     work_teams: dict[uuid.UUID, list[uuid.UUID]]
 
 
-def _zipf(n: int, exponent: float) -> np.ndarray:
-    weights = 1.0 / np.arange(1, n + 1) ** exponent
-    return weights / weights.sum()
+def _zipf(n: int, exponent: float) -> NDArray[np.float64]:
+    weights: NDArray[np.float64] = 1.0 / np.arange(1, n + 1, dtype=np.float64) ** exponent
+    normalized: NDArray[np.float64] = weights / weights.sum()
+    return normalized
 
 
 def make_catalog(rng: np.random.Generator, missions: int, works: int, teams: int) -> Catalog:
