@@ -39,7 +39,7 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
         return str(value)
 
     cells = [[cell(v) for v in row] for row in rows]
-    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    widths = [max([len(h), *(len(r[i]) for r in cells)]) for i, h in enumerate(headers)]
 
     def line(values: Sequence[str]) -> str:
         first, *rest = values

@@ -257,7 +257,7 @@ async def run_sizes(dep: Deployment, corpus: Corpus, sizes: Sequence[int], args:
         corpus.real_vectors, [p.topic for p in corpus.big[: len(corpus.real_vectors)]], args.noise, args.seed
     )
     results: list[dict[str, Any]] = []
-    plans: dict[int, list[Explained]] = {}
+    plans: dict[str, list[Explained]] = {}
     now = dataset.utc_now()
     try:
         versions = await dataset.server_versions(connection)
@@ -296,16 +296,18 @@ async def run_sizes(dep: Deployment, corpus: Corpus, sizes: Sequence[int], args:
             result |= {"load_seconds": load_seconds, "sanity": check, "storage": await dataset.storage(connection)}
             if args.explain and dep.postgres_log is not None:
                 q = corpus.queries[0]
-
-                async def probe(q: str = q) -> list[str]:
-                    return await search_ids(dep.base_url, big, q)
-
-                plans[size] = await explain_search(connection, dep.postgres_log, probe)
                 result["explain_query"] = q
-                result["explain_ms"] = [
-                    {"statement": e.label, "in_situ": e.in_situ_ms, "custom": e.custom_ms, "generic": e.generic_ms}
-                    for e in plans[size]
-                ]
+                for key, member in (("explain_ms", big), ("explain_ms_small_org", small)):
+
+                    async def probe(q: str = q, member: Member = member) -> list[str]:
+                        return await search_ids(dep.base_url, member, q)
+
+                    explained = await explain_search(connection, dep.postgres_log, probe)
+                    plans[f"{'big' if member is big else 'small'} org, {size:,} chunks"] = explained
+                    result[key] = [
+                        {"statement": e.label, "in_situ": e.in_situ_ms, "custom": e.custom_ms, "generic": e.generic_ms}
+                        for e in explained
+                    ]
             results.append(result)
             _print_size(result)
     finally:
@@ -328,12 +330,12 @@ def _print_size(result: dict[str, Any]) -> None:
     )
 
 
-def _write_plans(plans: dict[int, list[Explained]]) -> None:
+def _write_plans(plans: dict[str, list[Explained]]) -> None:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     with EXPLAIN_FILE.open("w") as out:
-        for size, explained in plans.items():
+        for where, explained in plans.items():
             for e in explained:
-                out.write(f"===== {size:,} chunks: {e.label} — in situ {e.in_situ_ms:.2f} ms\n{e.sql.strip()}\n\n")
+                out.write(f"===== {where}: {e.label} — in situ {e.in_situ_ms:.2f} ms\n{e.sql.strip()}\n\n")
                 out.write(f"----- custom plan ({e.custom_ms} ms)\n{e.custom_plan}\n\n")
                 out.write(f"----- generic plan ({e.generic_ms} ms)\n{e.generic_plan}\n\n")
 
@@ -425,20 +427,23 @@ def _print_report(report: dict[str, Any]) -> None:
             )
         )
     explained = [r for r in sizes if "explain_ms" in r]
-    if explained:
+    for key, who in (("explain_ms", "the big org"), ("explain_ms_small_org", "the small org (60 documents)")):
+        labels = list(dict.fromkeys(e["statement"] for r in explained for e in r.get(key, [])))
+        if not labels:
+            continue
         print(
-            f"\nOne search in the big org, statement by statement (query {explained[0]['explain_query']!r}); "
+            f"\nOne search in {who}, statement by statement (query {explained[0]['explain_query']!r}); "
             "ms as run by the service / EXPLAIN ANALYZE custom plan / generic plan:"
         )
-        labels = list(dict.fromkeys(e["statement"] for r in explained for e in r["explain_ms"]))
         rows = []
         for name in labels:
             row: list[object] = [name]
             for r in explained:
-                entry = next((e for e in r["explain_ms"] if e["statement"] == name), None)
+                entry = next((e for e in r.get(key, []) if e["statement"] == name), None)
                 row.append(_triple(entry) if entry else "-")
             rows.append(row)
         print(table(["statement", *(f"{r['size']:,}" for r in explained)], rows))
+    if explained:
         print(f"plans: {EXPLAIN_FILE}")
 
 

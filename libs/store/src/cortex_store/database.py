@@ -10,12 +10,13 @@ def async_url(database_url: str) -> str:
     return url.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
 
 
-def make_engine(database_url: str, *, pool_size: int = 5) -> AsyncEngine:
+def make_engine(database_url: str, *, pool_size: int = 5, server_settings: dict[str, str] | None = None) -> AsyncEngine:
     return create_async_engine(
         async_url(database_url),
         pool_size=pool_size,
         max_overflow=pool_size,
         pool_pre_ping=True,
+        connect_args={"server_settings": server_settings} if server_settings else {},
     )
 
 

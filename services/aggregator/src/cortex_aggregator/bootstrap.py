@@ -46,7 +46,13 @@ class Aggregator:
 
     async def run(self) -> None:
         settings = self.settings
-        engine = make_engine(settings.database_url, pool_size=settings.pool_size)
+        # Prepared statements must not fall back to a generic plan that ignores the filter values:
+        # measured by bench/feed, a generic feed plan walked the whole recency index (38 ms vs 7 ms).
+        engine = make_engine(
+            settings.database_url,
+            pool_size=settings.pool_size,
+            server_settings={"plan_cache_mode": "force_custom_plan"},
+        )
         nc = await connect(settings.nats_url, name="cortex-aggregator")
         try:
             sessions = make_sessionmaker(engine)
