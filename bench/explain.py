@@ -62,7 +62,7 @@ class Explained:
 LABELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("lexical (BM25 postings)", ("kb_postings",)),
     ("lexical (ts_rank)", ("ts_rank",)),
-    ("dense exact", ("<=>", "+ 0")),
+    ("dense exact", ("<=>", "OFFSET 0")),
     ("dense hnsw", ("<=>",)),
     ("embedded chunk count", ("count(*)", "kb_chunks")),
     ("auth: membership", ("org_members",)),

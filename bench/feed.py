@@ -8,7 +8,8 @@ query embedder (no request here has `q`). One organization is written straight i
 the owner, with COPY (bench/dataset.py): its catalog — 20 Missions, 200 Works each in a Mission, 10
 Teams owning the Works through team_resources (every Work one Team, one Work in ten a second) — then
 its documents, grown step by step to each size, with a small organization beside it; VACUUM ANALYZE
-after every load. Documents get no chunks: neither the feed without `q` nor the facets read them.
+after every load. Documents get no chunks: neither the feed without `q` nor the facets read them; their
+kb_document_tags rows are written as the indexer would (TAG_ROWS).
 
 Documents (seeded): a class from the 12 known ones and 1-3 of 50 tags, both Zipf-skewed (a few
 common, most rare, as real tags are), a Work (Zipf-skewed too), status published/draft/archived
@@ -32,7 +33,7 @@ SQL is what the aggregator built and ran, nothing is copied. Key plan lines are 
 slowest kind; all plans go to bench/results/feed-explain.txt.
 
 With `--shapes` (the default), the database time of one request is measured for every pair, the
-aggregator's own statements against proposed query shapes (bench/feed_shapes.py). With
+aggregator's own statements against the shapes they replaced (bench/feed_shapes.py). With
 `--experiments` (the default), the changes in EXPERIMENTS are then made by hand on the bench
 database, one at a time, with the services running: the 2-filter kinds measured again through the
 gateway and re-explained, the change undone — before/after in the report. No product code changes.
@@ -66,7 +67,6 @@ from bench.explain import Explained, explain_search
 from bench.explain import label as search_label
 from bench.harness import RESULTS_DIR, Deployment, Member, asyncpg_dsn, deployment, new_member
 from bench.report import environment, latency_summary, table, write_json
-from cortex_aggregator import facets as facet_queries
 from cortex_contracts.doc_classes import DOC_CLASSES
 from cortex_store.tenancy import APP_ROLE
 
@@ -120,37 +120,10 @@ class Experiment:
 
 # Changes tried by hand on the bench database through the running services, each undone afterwards; never
 # product code. Around each step the services' database sessions are renewed (renew_sessions): a plan
-# cached before a change would survive it — arrayoverlap is built in, so no plan records a dependency on
-# it — and role settings reach new sessions only.
-CUSTOM_PLANS = f"ALTER ROLE {APP_ROLE} SET plan_cache_mode = force_custom_plan"
-NO_CUSTOM_PLANS = f"ALTER ROLE {APP_ROLE} RESET plan_cache_mode"
-NOT_LEAKPROOF = "ALTER FUNCTION arrayoverlap(anyarray, anyarray) NOT LEAKPROOF"
-EXPERIMENTS: tuple[Experiment, ...] = (
-    Experiment(
-        name="custom plans",
-        create=(CUSTOM_PLANS,),
-        drop=(NO_CUSTOM_PLANS,),
-        why=(
-            "asyncpg keeps statements prepared; after five executions PostgreSQL may switch one to a generic "
-            "plan, chosen without the filter values"
-        ),
-    ),
-    Experiment(
-        name="leakproof &&",
-        create=(feed_shapes.LEAKPROOF,),
-        drop=(NOT_LEAKPROOF,),
-        why=(
-            "under row-level security only LEAKPROOF operators may become index conditions; `tags && …` "
-            "(arrayoverlap) is not, so cortex_app can never use the GIN index kb_documents_tags"
-        ),
-    ),
-    Experiment(
-        name="both",
-        create=(CUSTOM_PLANS, feed_shapes.LEAKPROOF),
-        drop=(NO_CUSTOM_PLANS, NOT_LEAKPROOF),
-        why="custom plans and a leakproof `&&` together",
-    ),
-)
+# cached before a change would survive it, and role settings reach new sessions only. None is pending:
+# the last ones were adopted — custom plans (the aggregator's connections set plan_cache_mode) and an
+# index-usable tag filter (kb_document_tags, migration 0007); bench/feed_shapes.py keeps the before/after.
+EXPERIMENTS: tuple[Experiment, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------- data
@@ -262,7 +235,7 @@ class Org:
 async def analyze(connection: Any) -> None:
     """VACUUM ANALYZE: fresh statistics, and the visibility map autovacuum would soon set after a bulk load
     (without it no index-only scan is possible, a transient state a settled table is not in)."""
-    for name in ("kb_documents", "works", "missions", "teams", "team_resources"):
+    for name in ("kb_documents", "kb_document_tags", "works", "missions", "teams", "team_resources"):
         await connection.execute(f"VACUUM (ANALYZE) {name}")
 
 
@@ -469,9 +442,8 @@ def statement_label(sql: str) -> str:
     flat = " ".join(sql.split())
     if "ORDER BY d.updated_at DESC" in flat:
         return "feed: newest rows"
-    for facet, (value, *_) in facet_queries._GROUPINGS.items():  # the product's own table
-        if flat.startswith(f"SELECT {value} AS value"):
-            return f"facet: {facet}"
+    if flat.startswith("WITH ") and "GROUPING SETS" in flat:
+        return "facets: one scan"
     if flat.startswith("SELECT EXISTS") and "mission_id IS NOT NULL" in flat:
         return "has missions"
     if flat.startswith("SELECT EXISTS") and "FROM teams" in flat:
@@ -601,10 +573,21 @@ def print_probe(p: Probe, *, plans: bool) -> None:
 # ---------------------------------------------------------------------------------------------- runs
 
 
+# The indexer writes a document's tags as kb_document_tags rows with the document (the tag filter reads
+# them); documents COPYed straight into kb_documents get theirs here.
+TAG_ROWS = """
+INSERT INTO kb_document_tags (organization_id, tag, document_id)
+SELECT d.organization_id, t.tag, d.id FROM kb_documents d, unnest(d.tags) AS t(tag)
+WHERE d.organization_id = $1
+ON CONFLICT DO NOTHING
+"""
+
+
 async def load_org(connection: Any, org: Org, start: int, end: int, now: Any) -> None:
     await dataset.insert_passages(
         connection, org.member.org_id, org.passages[start:end], None, now=now, seed=start, fields=org.fields[start:end]
     )
+    await connection.execute(TAG_ROWS, org.member.org_id)
 
 
 async def run_sizes(dep: Deployment, sizes: Sequence[int], args: argparse.Namespace) -> dict[str, Any]:

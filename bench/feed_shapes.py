@@ -1,22 +1,24 @@
-"""Statement-level what-ifs for bench.feed: the aggregator's own feed and facet SQL against proposed shapes.
+"""Statement-level before/after for bench.feed: the aggregator's feed and facet SQL against the shapes it
+replaced.
 
-The product's statements are built by calling the aggregator's own functions (`facets._facet` per facet,
-as `facets.facets` does, and `items.recent_rows`) with a session that records instead of executing;
-they are compiled for asyncpg, so nothing is copied. Each variant runs as the service role with the
-organization bound (`SET LOCAL ROLE cortex_app`, `set_config('cortex.organization_id', …, true)`),
-statements one after another as the aggregator sends them, on a connection without a statement cache
-(custom plans), best of `reps`; the transaction is always rolled back.
+The product's statements are built by the aggregator's own functions (`facets.statement`, as
+`facets.facets` runs it, and `items.recent_rows`, recorded instead of executed) and compiled for
+asyncpg, so nothing is copied. Each variant runs as the service role with the organization bound
+(`SET LOCAL ROLE cortex_app`, `set_config('cortex.organization_id', …, true)`), statements one after
+another as the aggregator sends them, on a connection without a statement cache (custom plans), best of
+`reps`; the transaction is always rolled back.
 
-Variants (none of them is product code):
-  product     the aggregator's statements as they are
-  count(*)    the same, `count(DISTINCT d.id)` → `count(*)`: no per-group sort of (value, id) (only while
-              the product still counts DISTINCT; it counts with count(*) since commit 5412781)
-  one scan    PROPOSED: one statement — the documents any facet needs (all active filters but at most
-              one hold) read once, match flags per row, every facet aggregated from that set
-  … +leakproof  with `arrayoverlap` (the `&&` of `tags && …`) marked LEAKPROOF inside the rolled-back
-              transaction, so that row-level security lets the planner use the GIN index on tags
+Variants:
+  facets product         one statement: the candidates (every filter but at most one holds) read as
+                         disjoint parts from the covering index kb_documents_facets, every facet
+                         counted from them (facets.py)
+  facets per facet       BEFORE (migration 0007), kept here for comparison only: one statement per facet,
+                         each reading the documents, tags filtered with `tags && …`
+  feed product           the tag filter through kb_document_tags (filters.py)
+  feed tags &&           BEFORE: the tag filter as `d.tags && …`, which row-level security keeps off any index
 """
 
+import re
 import statistics
 import time
 import uuid
@@ -25,72 +27,84 @@ from dataclasses import dataclass
 from typing import Any
 
 import asyncpg
+from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
 
 from cortex_aggregator import facets as facet_queries
 from cortex_aggregator import items
-from cortex_aggregator.filters import document_filter
+from cortex_aggregator.filters import FACETS, document_filter
 from cortex_contracts.rpc import FacetsRequest, FeedFilters
 from cortex_store.tenancy import APP_ROLE, ORG_SETTING
 
 Pair = tuple[str, str]
 Sql = tuple[str, list[Any]]
 
-LEAKPROOF = "ALTER FUNCTION arrayoverlap(anyarray, anyarray) LEAKPROOF"
-COUNT_DISTINCT = "count(DISTINCT d.id)"
-
-# PROPOSED (not product code): every facet of a type+tag request from one read of the documents. The
-# candidate rows are those any facet needs — each facet drops its own filter, so: every filter but at
-# most one holds (with two filters: either holds). Mission and Team counts are sums of the per-Work
-# counts (a document has one Work; a Work one Mission; team_resources has one row per Team and Work).
-ONE_SCAN = """
-WITH d AS MATERIALIZED (
-    SELECT d.doc_class, d.work_id, d.source, d.status, d.tags, {in_type} AS in_type, {in_tag} AS in_tag
-    FROM kb_documents d
-    WHERE d.organization_id = $1 AND d.deleted_at IS NULL{candidates}
-), per_work AS (
-    SELECT work_id, count(*) AS n FROM d WHERE in_type AND in_tag AND work_id IS NOT NULL GROUP BY work_id
-), counted AS (
-    SELECT 'type' AS facet, doc_class AS value, doc_class AS label, count(*) AS count
-      FROM d WHERE in_tag AND doc_class IS NOT NULL GROUP BY doc_class
-    UNION ALL
-    SELECT 'work', w.id::text, w.title, pw.n FROM per_work pw
-      JOIN works w ON w.id = pw.work_id AND w.organization_id = $1 AND w.deleted_at IS NULL
-    UNION ALL
-    SELECT 'mission', m.id::text, min(m.title), sum(pw.n) FROM per_work pw
-      JOIN works w ON w.id = pw.work_id AND w.organization_id = $1 AND w.deleted_at IS NULL
-      JOIN missions m ON m.id = w.mission_id AND m.organization_id = $1 AND m.deleted_at IS NULL
-      GROUP BY m.id
-    UNION ALL
-    SELECT 'team', t.id::text, min(t.name), sum(pw.n) FROM per_work pw
-      JOIN team_resources tr ON tr.organization_id = $1 AND tr.resource_type = 'work'
-       AND tr.resource_id = pw.work_id AND tr.deleted_at IS NULL
-      JOIN teams t ON t.id = tr.team_id AND t.organization_id = $1 AND t.deleted_at IS NULL
-      GROUP BY t.id
-    UNION ALL
-    SELECT 'source', source, source, count(*) FROM d WHERE in_type AND in_tag GROUP BY source
-    UNION ALL
-    SELECT 'status', status, status, count(*) FROM d WHERE in_type AND in_tag GROUP BY status
-    UNION ALL
-    SELECT 'tag', tag, tag, count(*) FROM d CROSS JOIN LATERAL unnest(d.tags) AS tag WHERE in_type GROUP BY tag
+TAG_TABLE = (
+    "d.id IN (SELECT dt.document_id FROM kb_document_tags dt WHERE dt.organization_id = :org"
+    " AND dt.tag = ANY(CAST(:f_tag AS text[])))"
 )
-SELECT facet, value, label, count FROM (
-    SELECT *, row_number() OVER (PARTITION BY facet ORDER BY count DESC, label, value) AS rank FROM counted
-) ranked WHERE rank <= {max_values}
-"""
+TAG_ARRAY = "d.tags && CAST(:f_tag AS text[])"
+COMPILED_TAG_TABLE = re.compile(
+    r"d\.id IN \(SELECT dt\.document_id FROM kb_document_tags dt WHERE dt\.organization_id = \$\d+(?:::UUID)?"
+    r" AND dt\.tag = ANY\(CAST\((\$\d+) AS text\[\]\)\)\)"
+)
+
+# BEFORE (not product code): the per-facet statements the aggregator ran until migration 0007.
+_LIVE = "d.organization_id = :org AND d.deleted_at IS NULL"
+_WORK = " JOIN works w ON w.id = d.work_id AND w.organization_id = d.organization_id AND w.deleted_at IS NULL"
+PER_FACET = {
+    "type": ("d.doc_class", "d.doc_class", "", "d.doc_class IS NOT NULL"),
+    "work": ("d.work_id::text", "w.title", _WORK, "true"),
+    "mission": (
+        "m.id::text",
+        "m.title",
+        _WORK + " JOIN missions m ON m.id = w.mission_id AND m.organization_id = d.organization_id"
+        " AND m.deleted_at IS NULL",
+        "true",
+    ),
+    "team": (
+        "t.id::text",
+        "t.name",
+        " JOIN team_resources tr ON tr.organization_id = d.organization_id AND tr.resource_type = 'work'"
+        " AND tr.resource_id = d.work_id AND tr.deleted_at IS NULL"
+        " JOIN teams t ON t.id = tr.team_id AND t.organization_id = d.organization_id AND t.deleted_at IS NULL",
+        "true",
+    ),
+    "source": ("d.source", "d.source", "", "true"),
+    "status": ("d.status", "d.status", "", "true"),
+    "tag": ("tag", "tag", " CROSS JOIN LATERAL unnest(d.tags) AS tag", "true"),
+}
 
 
-def one_scan(org: uuid.UUID, pair: Pair | None) -> Sql:
-    if pair is None:
-        sql = ONE_SCAN.format(in_type="true", in_tag="true", candidates="", max_values=facet_queries.MAX_VALUES)
-        return sql, [org]
-    sql = ONE_SCAN.format(
-        in_type="d.doc_class = ANY($2::text[])",
-        in_tag="d.tags && $3::text[]",
-        candidates=" AND (d.doc_class = ANY($2::text[]) OR d.tags && $3::text[])",
-        max_values=facet_queries.MAX_VALUES,
-    )
-    return sql, [org, [pair[0]], [pair[1]]]
+def _compiled(statement: Any, params: dict[str, Any]) -> Sql:
+    compiled = statement.bindparams(**params).compile(dialect=asyncpg_dialect.dialect())  # type: ignore[no-untyped-call]
+    return compiled.string, [params[name] for name in compiled.positiontup]
+
+
+def _filters(pair: Pair | None) -> FeedFilters:
+    return FeedFilters() if pair is None else FeedFilters(type=[pair[0]], tag=[pair[1]])
+
+
+def product_facets(org: uuid.UUID, pair: Pair | None) -> list[Sql]:
+    """The counting statement `facets.facets` runs for these filters (an org with Missions and Teams)."""
+    request = FacetsRequest(organization_id=org, filters=_filters(pair))
+    sql, params = facet_queries.statement(request, list(FACETS))
+    return [_compiled(text(sql), {"org": org, **params})]
+
+
+def per_facet_facets(org: uuid.UUID, pair: Pair | None) -> list[Sql]:
+    """BEFORE: one statement per facet, each honouring every filter but its own."""
+    statements = []
+    for facet, (value, label, joins, condition) in PER_FACET.items():
+        where = document_filter(_filters(pair), except_facet=facet)
+        sql = f"""
+            SELECT {value} AS value, min({label}) AS label, count(*) AS count
+            FROM kb_documents d{joins}
+            WHERE {_LIVE} AND {condition}{where.sql.replace(TAG_TABLE, TAG_ARRAY)}
+            GROUP BY 1 ORDER BY count DESC, label, value LIMIT {facet_queries.MAX_VALUES}
+        """
+        statements.append(_compiled(text(sql), {"org": org, **where.params}))
+    return statements
 
 
 class _Recorder:
@@ -104,24 +118,6 @@ class _Recorder:
         return []
 
 
-def _compiled(statement: Any, params: dict[str, Any]) -> Sql:
-    compiled = statement.bindparams(**params).compile(dialect=asyncpg_dialect.dialect())  # type: ignore[no-untyped-call]
-    return compiled.string, [params[name] for name in compiled.positiontup]
-
-
-def _filters(pair: Pair | None) -> FeedFilters:
-    return FeedFilters() if pair is None else FeedFilters(type=[pair[0]], tag=[pair[1]])
-
-
-async def product_facets(org: uuid.UUID, pair: Pair | None) -> list[Sql]:
-    """The statements `facets.facets` runs for these filters (an org with Missions and Teams)."""
-    recorder = _Recorder()
-    request = FacetsRequest(organization_id=org, filters=_filters(pair))
-    for facet in facet_queries._GROUPINGS:  # the order facets.facets asks them in
-        await facet_queries._facet(recorder, org, request, facet)  # type: ignore[arg-type]
-    return [_compiled(statement, params) for statement, params in recorder.statements]
-
-
 async def product_feed(org: uuid.UUID, pair: Pair, limit: int) -> list[Sql]:
     """The statement `feed` runs for a first page without `q`."""
     recorder = _Recorder()
@@ -130,9 +126,13 @@ async def product_feed(org: uuid.UUID, pair: Pair, limit: int) -> list[Sql]:
     return [_compiled(statement, params) for statement, params in recorder.statements]
 
 
-def counted(statements: Sequence[Sql]) -> list[Sql]:
-    changed = [(sql.replace(COUNT_DISTINCT, "count(*)"), args) for sql, args in statements]
-    assert all(COUNT_DISTINCT in sql for sql, _ in statements), "the facet SQL no longer counts DISTINCT d.id"
+def with_tag_array(statements: Sequence[Sql]) -> list[Sql]:
+    """BEFORE: the same statements with the tag filter as `tags && …`."""
+    changed = []
+    for sql, args in statements:
+        replaced, found = COMPILED_TAG_TABLE.subn(r"d.tags && CAST(\1 AS text[])", sql)
+        assert found == 1, "the feed's tag filter is no longer kb_document_tags"
+        changed.append((replaced, args))
     return changed
 
 
@@ -142,9 +142,7 @@ class Timed:
     rows: list[list[Any]]  # per statement, from the last repetition
 
 
-async def run_as_service(
-    dsn: str, org: uuid.UUID, statements: Sequence[Sql], *, reps: int, leakproof: bool = False
-) -> Timed:
+async def run_as_service(dsn: str, org: uuid.UUID, statements: Sequence[Sql], *, reps: int) -> Timed:
     """The statements in one transaction as the service role with the org bound; always rolled back."""
     connection = await asyncpg.connect(dsn, statement_cache_size=0)
     try:
@@ -154,8 +152,6 @@ async def run_as_service(
             transaction = connection.transaction()
             await transaction.start()
             try:
-                if leakproof:
-                    await connection.execute(LEAKPROOF)  # superuser only; undone by the rollback
                 await connection.execute(f"SET LOCAL ROLE {APP_ROLE}")
                 await connection.execute("SELECT set_config($1, $2, true)", ORG_SETTING, str(org))
                 started = time.perf_counter()
@@ -168,46 +164,22 @@ async def run_as_service(
         await connection.close()
 
 
-def _product_counts(rows: list[list[Any]]) -> dict[str, dict[str, int]]:
-    return {
-        facet: {r["value"]: r["count"] for r in facet_rows}
-        for facet, facet_rows in zip(facet_queries._GROUPINGS, rows, strict=True)
-    }
+def _per_facet_counts(rows: list[list[Any]]) -> dict[tuple[str, str], int]:
+    return {(facet, r["value"]): r["count"] for facet, found in zip(PER_FACET, rows, strict=True) for r in found}
 
 
-def _one_scan_counts(rows: list[list[Any]]) -> dict[str, dict[str, int]]:
-    found: dict[str, dict[str, int]] = {}
-    for r in rows[0]:
-        found.setdefault(r["facet"], {})[r["value"]] = int(r["count"])
-    return found
-
-
-def same_counts(product: Timed, other: Timed, *, one_statement: bool) -> bool:
-    """Equal counts for every value the product returned (ties at the 100-value cut may differ)."""
-    want = _product_counts(product.rows)
-    got = _one_scan_counts(other.rows) if one_statement else _product_counts(other.rows)
-    return all(
-        got.get(facet, {}).get(value) == count for facet, values in want.items() for value, count in values.items()
-    )
+def _product_counts(rows: list[list[Any]]) -> dict[tuple[str, str], int]:
+    return {(r["facet"], r["value"]): int(r["count"]) for r in rows[0]}
 
 
 async def _facet_variants(dsn: str, org: uuid.UUID, pair: Pair | None, reps: int) -> dict[str, float]:
-    product = await product_facets(org, pair)
-    statements = {"product": product}
-    if any(COUNT_DISTINCT in sql for sql, _ in product):  # the aggregator counted DISTINCT d.id until 5412781
-        statements["count(*)"] = counted(product)
-    statements["one scan"] = [one_scan(org, pair)]
-    out: dict[str, float] = {}
-    for leakproof in (False, True) if pair is not None else (False,):  # no tag filter: nothing to leak
-        timed = {
-            name: await run_as_service(dsn, org, sql, reps=reps, leakproof=leakproof)
-            for name, sql in statements.items()
-        }
-        for name, result in timed.items():
-            if name != "product" and not same_counts(timed["product"], result, one_statement=name == "one scan"):
-                raise AssertionError(f"{name} counts differ from the product's for {pair}")
-            out[name + (" +leakproof" if leakproof else "")] = result.ms
-    return out
+    product = await run_as_service(dsn, org, product_facets(org, pair), reps=reps)
+    before = await run_as_service(dsn, org, per_facet_facets(org, pair), reps=reps)
+    want, got = _per_facet_counts(before.rows), _product_counts(product.rows)
+    # Equal counts for every value both return (ties at the 100-value cut may pick different values).
+    if any(got[key] != count for key, count in want.items() if key in got):
+        raise AssertionError(f"the product's facet counts differ from the per-facet statements' for {pair}")
+    return {"product": product.ms, "per facet (before)": before.ms}
 
 
 def _spread(values: Sequence[float]) -> dict[str, float]:
@@ -227,17 +199,18 @@ async def compare(
     per_pair = []
     for pair in pairs:
         row: dict[str, Any] = {"type": pair[0], "tag": pair[1], "matches": counts.get(pair, 0)}
-        facets_ms = await _facet_variants(dsn, org, pair, reps)
-        row |= {f"facets {name}": ms for name, ms in facets_ms.items()}
+        row |= {f"facets {name}": ms for name, ms in (await _facet_variants(dsn, org, pair, reps)).items()}
         feed = await product_feed(org, pair, limit)
-        row["feed product"] = (await run_as_service(dsn, org, feed, reps=reps)).ms
-        row["feed product +leakproof"] = (await run_as_service(dsn, org, feed, reps=reps, leakproof=True)).ms
+        product = await run_as_service(dsn, org, feed, reps=reps)
+        before = await run_as_service(dsn, org, with_tag_array(feed), reps=reps)
+        if [r["id"] for r in product.rows[0]] != [r["id"] for r in before.rows[0]]:
+            raise AssertionError(f"the feed's items differ between the tag filters for {pair}")
+        row |= {"feed product": product.ms, "feed tags && (before)": before.ms}
         per_pair.append(row)
     names = [k for k in per_pair[0] if k.startswith(("facets ", "feed "))]
-    unfiltered = await _facet_variants(dsn, org, None, reps)
     return {
         "reps": reps,
         "per_pair": per_pair,
         "spread_ms": {name: _spread([r[name] for r in per_pair]) for name in names},
-        "no_filter_facets_ms": unfiltered,
+        "no_filter_facets_ms": await _facet_variants(dsn, org, None, reps),
     }

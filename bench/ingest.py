@@ -1,6 +1,7 @@
 """Ingest throughput: KB events in, searchable documents out, against the bare embedder.
 
 `python -m bench.ingest [-n 300] [--seed 7]`
+`python -m bench.ingest --mix [-n 300]`
 
 N synthetic markdown documents (~1 KB, one or two `##` sections) are published as
 `kb.<orgId>.document.upserted` events to a fresh organization, as an upstream KB service would. The
@@ -8,36 +9,57 @@ clock runs from the first publish until the indexer has reported every document 
 `cortex.<orgId>.document.indexed`; then one walk through GET /api/memory over HTTP confirms the
 organization holds exactly those N documents, and one search finds a document by its title.
 
+With `--mix` the same documents are written as files, in turn markdown, PDF and DOCX
+(bench/documents_mix.py), and ingested as `cortex ingest` does: markdown inline, PDF and DOCX through
+the Object Store and `kb.<orgId>.upload.created`, so the indexer extracts them. The bare embedder gets
+the passages of the text this process extracted from the same files with the same extractors.
+
 The same run measures the bare embedder: this process loads the local model and embeds exactly the
 same passages (chunk_document(title, body) → embedding_input()), batch size 64 — once before the
 pipeline and once after, never while the pipeline runs (the indexer loads its own model). The
-figure of merit is pipeline docs/s ÷ mean bare docs/s (goal ≥ 0.85).
+figure of merit is pipeline docs/s ÷ mean bare docs/s (goal ≥ 0.85). The indexer logs how it batched
+the embedding work when it stops (`embedding batches: …`); the report shows that next to the bare
+run's padding, estimated the same way (word counts, sorted slices of 64).
 """
 
 import argparse
 import asyncio
+import re
 import sys
+import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import asyncpg
 import httpx
+from nats.js import JetStreamContext
 
+from bench import documents_mix
 from bench.corpus import TextGenerator
 from bench.cpu import CpuMeter, describe, usage
 from bench.harness import Deployment, Member, asyncpg_dsn, deployment, new_member
 from bench.publishing import Document, IndexedLog, upsert_event, wait_with_progress
 from bench.report import environment, table, write_json
+from cortex_cli.ingest import IngestOptions, ingest_file
 from cortex_contracts import subjects
+from cortex_embedding.batcher import approximate_tokens, padded_tokens
 from cortex_embedding.local_model import LocalSentenceTransformer, load_local_embedder
 from cortex_indexer.chunking import chunk_document
 from cortex_messaging.connection import connect
 from cortex_messaging.publisher import publish_event
 
+# For the run's fresh organization: the documents to expect in the index, and how to publish them.
+Publish = Callable[[JetStreamContext], Awaitable[None]]
+Workload = Callable[[Member], tuple[list[Document], Publish]]
+
 GOAL_RATIO = 0.85
 PAGE_SIZE = 100
 WARMUP_TEXTS = 64
+BARE_BATCH = 64  # LocalSentenceTransformer's batch size: the slices the bare run pads
+BATCH_LOG = re.compile(r"embedding batches: (?P<fields>.*)$", re.MULTILINE)
 
 
 def make_documents(n: int, seed: int, target_bytes: int) -> list[Document]:
@@ -51,6 +73,65 @@ def make_documents(n: int, seed: int, target_bytes: int) -> list[Document]:
 
 def embedding_inputs(documents: list[Document]) -> list[str]:
     return [chunk.embedding_input() for doc in documents for chunk in chunk_document(doc.title, doc.body)]
+
+
+def markdown_events(documents: list[Document]) -> Workload:
+    """`kb.<org>.document.upserted` events with the body inline, as an upstream KB service publishes them."""
+
+    def prepare(member: Member) -> tuple[list[Document], Publish]:
+        events = [upsert_event(member.org_id, doc) for doc in documents]
+        subject = subjects.kb_document_upserted(member.org_id)
+
+        async def publish(js: JetStreamContext) -> None:
+            for event in events:
+                await publish_event(js, subject, event)
+
+        return documents, publish
+
+    return prepare
+
+
+def mixed_files(files: list[documents_mix.MixedFile], expected: list[documents_mix.ExpectedText]) -> Workload:
+    """The files as `cortex ingest` publishes them (PDF and DOCX through the Object Store)."""
+
+    def prepare(member: Member) -> tuple[list[Document], Publish]:
+        options = IngestOptions(organization_id=member.org_id, work_id=None, doc_class=None, tags=())
+        documents = [
+            Document(documents_mix.document_id(options, file, text), text.title, text.text)
+            for file, text in zip(files, expected, strict=True)
+        ]
+
+        async def publish(js: JetStreamContext) -> None:
+            for file in files:
+                await ingest_file(js, file.path, options)
+
+        return documents, publish
+
+    return prepare
+
+
+def bare_padding(texts: list[str]) -> dict[str, Any]:
+    """The bare run's padding, estimated as the batcher estimates the pipeline's (one call, slices of 64)."""
+    lengths = [approximate_tokens(text) for text in texts]
+    padded = padded_tokens(lengths, BARE_BATCH)
+    return {
+        "texts_per_call": len(texts),
+        "tokens": sum(lengths),
+        "padded_tokens": padded,
+        "padding": padded / sum(lengths),
+    }
+
+
+def indexer_batches(log: Path) -> dict[str, float] | None:
+    """The indexer's `embedding batches: key=value …` line, logged when it stopped (None if it did not)."""
+    try:
+        found = BATCH_LOG.findall(log.read_text(errors="replace"))
+    except OSError:
+        return None
+    if not found:
+        return None
+    fields = dict(item.split("=", 1) for item in found[-1].split())
+    return {key: float(value) for key, value in fields.items()}
 
 
 def measure_bare(model: LocalSentenceTransformer, texts: list[str], documents: int, meter: CpuMeter) -> dict[str, Any]:
@@ -112,22 +193,18 @@ async def _confirm(dep: Deployment, member: Member, documents: list[Document]) -
     }
 
 
-async def measure_pipeline(
-    dep: Deployment, documents: list[Document], timeout: float, meter: CpuMeter
-) -> dict[str, Any]:
+async def measure_pipeline(dep: Deployment, workload: Workload, timeout: float, meter: CpuMeter) -> dict[str, Any]:
     member = await new_member(dep, "bench-ingest")
+    documents, publish = workload(member)
     nc = await connect(dep.nats_url, name="bench-ingest")
     try:
         js = nc.jetstream()
         log = IndexedLog(expected={str(doc.id) for doc in documents})
         subscription = await nc.subscribe(subjects.cortex_document_indexed(member.org_id), cb=log.on_message)
         await nc.flush()
-        events = [upsert_event(member.org_id, doc) for doc in documents]
-        subject = subjects.kb_document_upserted(member.org_id)
         cpu_before = meter.snapshot()
         started = time.perf_counter()
-        for event in events:
-            await publish_event(js, subject, event)
+        await publish(js)
         published = time.perf_counter()
         await wait_with_progress(log, timeout)
         cpu = usage(cpu_before, meter.snapshot())
@@ -160,10 +237,13 @@ def _print_report(result: dict[str, Any]) -> None:
     pipeline = result["pipeline"]
     corpus = result["corpus"]
     print()
+    kinds = ", ".join(f"{count} {kind}" for kind, count in corpus["kinds"].items())
     print(
-        f"Ingest: {corpus['documents']} documents, {corpus['chunks']} chunks, "
-        f"{corpus['bytes'] / 1024:.0f} KiB of markdown (seed {corpus['seed']})"
+        f"Ingest: {corpus['documents']} documents ({kinds}), {corpus['chunks']} chunks, "
+        f"{corpus['bytes'] / 1024:.0f} KiB of files (seed {corpus['seed']})"
     )
+    if "extraction_seconds" in corpus:
+        print(f"extracting the PDF and DOCX files took {corpus['extraction_seconds']:.2f} s in this process")
     rows = [
         ["bare embedder, before", bare_before["seconds"], bare_before["docs_per_s"], bare_before["chunks_per_s"]],
         ["bare embedder, after", bare_after["seconds"], bare_after["docs_per_s"], bare_after["chunks_per_s"]],
@@ -183,6 +263,7 @@ def _print_report(result: dict[str, Any]) -> None:
         f"{pipeline['confirmation']['feed_documents']} documents, a title search ranks its document "
         f"#{pipeline['confirmation']['title_search_rank']} ({pipeline['confirmation']['seconds']:.2f} s)"
     )
+    _print_batches(result["bare_padding"], result["indexer_batches"])
     if pipeline["chunks_indexed"] != corpus["chunks"]:
         print(
             f"NOTE: the indexer reported {pipeline['chunks_indexed']} chunks, the bare run embedded {corpus['chunks']}"
@@ -200,60 +281,103 @@ def _print_report(result: dict[str, Any]) -> None:
         print(f"  {name}: {describe(phase['cpu'])}")
 
 
+def _print_batches(bare: dict[str, Any], indexer: dict[str, float] | None) -> None:
+    print("embedding batches (padding = tokens computed ÷ real tokens, estimated from word counts):")
+    rows: list[list[object]] = [["bare embedder", 1, bare["texts_per_call"], f"×{bare['padding']:.2f}", ""]]
+    if indexer is None:
+        rows.append(["pipeline (indexer)", "?", "?", "?", "no `embedding batches` line in the indexer's log"])
+    else:
+        rows.append(
+            [
+                "pipeline (indexer)",
+                int(indexer["calls"]),
+                f"{indexer['texts_per_call']:.1f}",
+                f"×{indexer['padding']:.2f}",
+                f"{indexer['requests'] / max(indexer['calls'], 1):.1f} requests a call, "
+                f"{indexer['linger_seconds']:.2f} s lingering",
+            ]
+        )
+    print(table(["", "model calls", "texts a call", "padding", ""], rows))
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.ingest", description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", "--documents", type=int, default=300, help="documents to publish (default 300)")
     parser.add_argument("--seed", type=int, default=7, help="corpus seed (default 7)")
     parser.add_argument("--doc-bytes", type=int, default=1000, help="approximate size of a document (default 1000)")
     parser.add_argument("--timeout", type=float, default=1800, help="longest wait for the indexer, seconds")
+    parser.add_argument("--mix", action="store_true", help="markdown, PDF and DOCX files through the upload path")
+    parser.add_argument("--label", help="results go to bench/results/<ingest[-mix]>-<label>.json")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    documents = make_documents(args.documents, args.seed, args.doc_bytes)
-    texts = embedding_inputs(documents)
-    corpus = {
-        "documents": len(documents),
-        "chunks": len(texts),
-        "bytes": sum(len(doc.body.encode()) for doc in documents),
-        "seed": args.seed,
-    }
-    print(f"{corpus['documents']} documents → {corpus['chunks']} chunks; starting PostgreSQL, NATS and services…")
-    with deployment("ingest") as dep:
+    name = "ingest-mix" if args.mix else "ingest"
+    with tempfile.TemporaryDirectory(prefix="cx-ingest-") as scratch:
+        if args.mix:
+            files = documents_mix.write_files(Path(scratch), args.documents, args.seed, args.doc_bytes)
+            expected, extraction_seconds = documents_mix.extract_all(files)
+            texts = [chunk.embedding_input() for e in expected for chunk in chunk_document(e.title, e.text)]
+            workload = mixed_files(files, expected)
+            corpus: dict[str, Any] = {
+                "kinds": {kind: sum(file.kind == kind for file in files) for kind in documents_mix.KINDS},
+                "bytes": sum(file.path.stat().st_size for file in files),
+                "extraction_seconds": extraction_seconds,
+            }
+        else:
+            documents = make_documents(args.documents, args.seed, args.doc_bytes)
+            texts = embedding_inputs(documents)
+            workload = markdown_events(documents)
+            corpus = {"kinds": {"md": len(documents)}, "bytes": sum(len(doc.body.encode()) for doc in documents)}
+        corpus |= {"documents": args.documents, "chunks": len(texts), "seed": args.seed}
+        result = run(name, workload, texts, corpus, args.timeout)
+    if result is None:
+        return 2
+    path = write_json(f"{name}-{args.label}" if args.label else name, result)
+    _print_report(result)
+    print(f"\nwritten to {path}")
+    return 0
+
+
+def run(
+    name: str, workload: Workload, texts: list[str], corpus: dict[str, Any], timeout: float
+) -> dict[str, Any] | None:
+    """Bare embedder, pipeline, bare embedder again, in one deployment; None without a local model."""
+    documents = corpus["documents"]
+    print(f"{documents} documents → {len(texts)} chunks; starting PostgreSQL, NATS and services…")
+    with deployment(name) as dep:
         model = load_local_embedder()
         if model is None:
             print("the local embedding model is not installed: nothing to compare against", file=sys.stderr)
-            return 2
+            return None
         model.embed(texts[:WARMUP_TEXTS])  # first-call overheads out of the measurement
         meter = CpuMeter(dep.pids)
         print("bare embedder (before)…", flush=True)
-        bare_before = measure_bare(model, texts, len(documents), meter)
+        bare_before = measure_bare(model, texts, documents, meter)
         print("pipeline…", flush=True)
-        pipeline = asyncio.run(measure_pipeline(dep, documents, args.timeout, meter))
+        pipeline = asyncio.run(measure_pipeline(dep, workload, timeout, meter))
         print("bare embedder (after)…", flush=True)
-        bare_after = measure_bare(model, texts, len(documents), meter)
+        bare_after = measure_bare(model, texts, documents, meter)
     bare_docs = (bare_before["docs_per_s"] + bare_after["docs_per_s"]) / 2
     bare_cpu = (bare_before["cpu"]["bench"] + bare_after["cpu"]["bench"]) / 2
     pipeline_cpu = sum(v for k, v in pipeline["cpu"].items() if k not in ("other", "wall", "cores"))
-    result = {
-        "benchmark": "ingest",
+    return {
+        "benchmark": name,
         "environment": environment(),
         "corpus": corpus,
-        "embedder": {"model": model.name, "batch_size": 64},
+        "embedder": {"model": model.name, "batch_size": BARE_BATCH},
         "bare_before": bare_before,
         "bare_after": bare_after,
         "bare_docs_per_s": bare_docs,
         "bare_chunks_per_s": (bare_before["chunks_per_s"] + bare_after["chunks_per_s"]) / 2,
+        "bare_padding": bare_padding(texts),
         "pipeline": pipeline,
+        "indexer_batches": indexer_batches(dep.logs["indexer"]),  # logged by the indexer as it stopped
         "ratio": pipeline["docs_per_s"] / bare_docs,
         "cpu_ratio": bare_cpu / pipeline_cpu,
         "goal_ratio": GOAL_RATIO,
     }
-    path = write_json("ingest", result)
-    _print_report(result)
-    print(f"\nwritten to {path}")
-    return 0
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Retrieval quality through the public API, with the reference systems computed in the same run.
 
-`python -m bench.quality [--skip-locomo]`
+`python -m bench.quality [--only cisi|locomo] [--locomo-conversations N]`
 
 CISI: every document is published as one KB event (title = .T, body = .W) into a fresh organization and
 indexed by the real indexer; each of the 76 judged queries runs through GET /api/memory?q= in each
@@ -36,6 +36,8 @@ from cortex_messaging.publisher import publish_event
 K = 10
 CISI_NAMESPACE = uuid.UUID("3f2b8c1e-7a9d-4e5f-8b6a-1c2d3e4f5a6b")
 MODES = ("lexical", "semantic", "hybrid")
+REMEMBER_BATCH = 250
+REMEMBER_WAIT_ROUNDS = 20  # x the gateway's 30 s wait
 
 
 def cisi_id(doc_id: str) -> uuid.UUID:
@@ -92,7 +94,7 @@ def score(runs: dict[str, list[str]], relevant: dict[str, set[str]]) -> dict[str
     }
 
 
-async def cisi(dep: Deployment) -> dict[str, Any]:
+async def cisi(dep: Deployment, timeout: float = 1800) -> dict[str, Any]:
     data = load_cisi()
     member = await new_member(dep, "cisi")
     events = []
@@ -108,11 +110,11 @@ async def cisi(dep: Deployment) -> dict[str, Any]:
             event_type=TYPE_DOCUMENT_UPSERTED,
             source="bench/quality",
             org_id=member.org_id,
-            subject=payload["documentId"],
+            subject=str(cisi_id(doc.id)),
             data=payload,
         )
         events.append((subjects.kb_document_upserted(member.org_id), event))
-    ingest_seconds = await publish_and_wait(dep, member.org_id, events, timeout=1800)
+    ingest_seconds = await publish_and_wait(dep, member.org_id, events, timeout=timeout)
     back = {str(cisi_id(doc.id)): doc.id for doc in data.docs}
     results: dict[str, Any] = {
         "documents": len(data.docs),
@@ -143,12 +145,15 @@ def turn_text(turn: Turn) -> str:
 
 
 async def remember_turns(dep: Deployment, headers: dict[str, str], turns: list[Turn]) -> tuple[dict[str, str], float]:
-    """Remember every turn through POST /api/memory/entries; returns entry id → dia id, and the seconds taken."""
-    limit = asyncio.Semaphore(8)
+    """Remember every turn through POST /api/memory/entries, in batches: each batch is posted without waiting
+    (the indexer stores entries concurrently), then confirmed by posting it again with ?wait=true, which
+    answers at once for a stored entry (deduplicated) and otherwise once it is recallable. Returns entry id →
+    dia id, and the seconds taken."""
+    limit = asyncio.Semaphore(16)
     started = time.perf_counter()
-    async with httpx.AsyncClient(base_url=dep.base_url, headers=headers, timeout=60) as client:
+    async with httpx.AsyncClient(base_url=dep.base_url, headers=headers, timeout=120) as client:
 
-        async def one(turn: Turn) -> tuple[str, str]:
+        async def one(turn: Turn, wait: bool) -> tuple[str, str]:
             body = {
                 "content": turn_text(turn),
                 "partition": "episodic",
@@ -156,19 +161,20 @@ async def remember_turns(dep: Deployment, headers: dict[str, str], turns: list[T
                 "memorySessionId": turn.conversation,
                 "metadata": {"diaId": turn.dia_id, "when": turn.when},
             }
-            async with limit:
-                response = await client.post("/api/memory/entries", json=body)
+            for _ in range(REMEMBER_WAIT_ROUNDS):
+                async with limit:
+                    response = await client.post("/api/memory/entries", params={"wait": str(wait).lower()}, json=body)
+                if response.status_code != 504:  # accepted, not yet stored within the gateway's wait: ask again
+                    break
             response.raise_for_status()
             return response.json()["id"], f"{turn.conversation}/{turn.dia_id}"
 
-        ids = dict(await asyncio.gather(*(one(turn) for turn in turns)))
-        # Wait until every entry is recallable (the indexer stores them asynchronously).
-        async with asyncio.timeout(1800):
-            while True:
-                stats = (await client.get("/api/memory/stats")).json()
-                if stats["memoryEntries"] >= len(ids):
-                    break
-                await asyncio.sleep(1)
+        ids: dict[str, str] = {}
+        for first in range(0, len(turns), REMEMBER_BATCH):
+            batch = turns[first : first + REMEMBER_BATCH]
+            await asyncio.gather(*(one(turn, wait=False) for turn in batch))
+            ids.update(await asyncio.gather(*(one(turn, wait=True) for turn in batch)))
+            print(f"  remembered {len(ids)}/{len(turns)} in {time.perf_counter() - started:.0f} s", flush=True)
     return ids, time.perf_counter() - started
 
 
@@ -184,8 +190,14 @@ def evidence_recall(runs: dict[int, list[str]], queries: list[RecallQuery]) -> f
     )
 
 
-async def locomo(dep: Deployment) -> dict[str, Any]:
+async def locomo(dep: Deployment, conversations: int | None = None) -> dict[str, Any]:
+    """Every turn remembered, each evidence question recalled within its conversation; `conversations`
+    keeps only the first N conversations (for quicker runs while iterating)."""
     turns, queries = load_locomo()
+    if conversations is not None:
+        kept = sorted({turn.conversation for turn in turns})[:conversations]
+        turns = [turn for turn in turns if turn.conversation in kept]
+        queries = [query for query in queries if query.conversation in kept]
     member = await new_member(dep, "locomo")
     ids, seconds = await remember_turns(dep, member.headers, turns)
     results: dict[str, Any] = {"turns": len(turns), "queries": len(queries), "remember_seconds": seconds}
@@ -232,16 +244,24 @@ def print_table(title: str, results: dict[str, Any]) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", choices=["cisi", "locomo"], help="run one of the two collections")
+    parser.add_argument(
+        "--locomo-conversations", type=int, metavar="N", help="LoCoMo: only the first N conversations (of 5)"
+    )
+    parser.add_argument(
+        "--ingest-timeout", type=float, default=1800, help="seconds CISI's indexing may take (default 1800)"
+    )
     args = parser.parse_args(argv)
     report: dict[str, Any] = {"environment": environment()}
     with deployment("quality") as dep:
         if args.only in (None, "cisi"):
-            report["cisi"] = asyncio.run(cisi(dep))
+            report["cisi"] = asyncio.run(cisi(dep, args.ingest_timeout))
             print_table("CISI (76 judged queries)", report["cisi"])
         if args.only in (None, "locomo"):
-            report["locomo"] = asyncio.run(locomo(dep))
+            report["locomo"] = asyncio.run(locomo(dep, args.locomo_conversations))
             print_table("LoCoMo dev (evidence recall, scoped to the conversation)", report["locomo"])
-    print(f"\nwritten to {write_json('quality', report)}")
+    # A run of one collection does not overwrite the full report.
+    name = "quality" if args.only is None else f"quality-{args.only}"
+    print(f"\nwritten to {write_json(name, report)}")
     return 0
 
 

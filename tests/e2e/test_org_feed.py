@@ -11,7 +11,7 @@ from nats.js import JetStreamContext
 from cortex_contracts.catalog import CatalogEntity
 from tests.catalog_events import publish_catalog
 from tests.conftest import Org
-from tests.events import IndexedWatcher, publish_upsert, upsert_event
+from tests.events import IndexedWatcher, delete_event, publish_delete, publish_upsert, upsert_event
 
 pytestmark = pytest.mark.e2e
 
@@ -94,3 +94,53 @@ async def test_items_carry_catalog_titles_and_facets_are_disjunctive(
     assert [i["id"] for i in filtered] == [str(docs[0][0])]
     stats = (await org.member.get("/api/memory/stats")).json()
     assert stats["documentsIndexed"] == 3 and stats["worksCovered"] == 2
+
+
+async def test_the_tag_filter_follows_tags_as_they_change_and_documents_are_deleted(
+    org: Org, js: JetStreamContext, nats_client: NATS
+) -> None:
+    """The tag filter reads kb_document_tags, which the indexer rewrites with every version."""
+    first, second = uuid.uuid4(), uuid.uuid4()
+
+    async def index(doc_id: uuid.UUID, version: int, tags: list[str] | None) -> None:
+        watcher = await IndexedWatcher().start(nats_client, org.id)
+        try:
+            if tags is None:
+                await publish_delete(js, delete_event(org.id, doc_id, version=version))
+            else:
+                event = upsert_event(org.id, doc_id, title="doc", body="text", version=version, tags=tags)
+                await publish_upsert(js, event)
+            await watcher.wait_for(doc_id, version)
+        finally:
+            await watcher.stop()
+
+    async def tagged(tag: str) -> set[str]:
+        response = await org.member.get("/api/memory", params={"tag": tag})
+        assert response.status_code == 200, response.text
+        return {item["id"] for item in response.json()["items"]}
+
+    async def tag_counts(**filters: str) -> dict[str, int]:
+        response = await org.member.get("/api/memory/facets", params=filters)
+        assert response.status_code == 200, response.text
+        return {chip["value"]: chip["count"] for chip in response.json()["tag"]}
+
+    await index(first, 1, ["alpha", "beta", "alpha"])
+    await index(second, 1, ["beta"])
+    assert await tagged("alpha") == {str(first)}
+    assert await tagged("beta") == {str(first), str(second)}
+    assert await tag_counts() == {"alpha": 1, "beta": 2}
+
+    await index(first, 2, ["gamma"])  # alpha and beta dropped, gamma added
+    assert await tagged("alpha") == set()
+    assert await tagged("beta") == {str(second)}
+    assert await tagged("gamma") == {str(first)}
+    assert await tag_counts(tag="alpha") == {"alpha": 0, "beta": 1, "gamma": 1}
+
+    await index(second, 2, None)  # deleted
+    assert await tagged("beta") == set()
+    assert await tag_counts() == {"gamma": 1}
+
+    await index(second, 3, ["beta", "delta"])  # upserted again, newer than its tombstone
+    assert await tagged("beta") == {str(second)}
+    assert await tagged("delta") == {str(second)}
+    assert await tag_counts(tag="delta") == {"beta": 1, "delta": 1, "gamma": 1}

@@ -45,3 +45,97 @@ async def test_published_documents_become_searchable_best_first(
     assert (await search_ids(org.member, "pricing"))[0] == str(pricing)
     assert (await search_ids(org.member, "laptop for new engineers"))[0] == str(onboarding)
     assert set(await search_ids(org.member)) == {str(pricing), str(onboarding)}
+
+
+async def _lexical_ids(org: Org, q: str) -> list[str]:
+    response = await org.member.get("/api/memory", params={"q": q, "mode": "lexical", "limit": 10})
+    assert response.status_code == 200, response.text
+    return [item["id"] for item in response.json()["items"]]
+
+
+async def _publish_all(
+    js: JetStreamContext, nats_client: NATS, org: Org, docs: dict[uuid.UUID, tuple[str, str]]
+) -> None:
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+    for doc_id, (title, body) in docs.items():
+        await publish_upsert(js, upsert_event(org.id, doc_id, title=title, body=body, version=1))
+    for doc_id in docs:
+        await watcher.wait_for(doc_id, 1)
+    await watcher.stop()
+
+
+FILLER = "harbour lantern meadow quarry orchard violin glacier canyon"
+
+
+async def test_bm25_normalizes_document_length(org: Org, js: JetStreamContext, nats_client: NATS) -> None:
+    """BM25 with b = 0.75: a short note naming the word once outranks a long text naming it twice.
+
+    Tokens (title included): short 3 (zebra once, in its title), long 61 (zebra twice), two others 31
+    each → avgdl 31.5. Score per unit idf, k1 = 1.5: short 2.5 / (1 + 1.5 (0.25 + 0.75 · 3 / 31.5)) =
+    1.68; long 5 / (2 + 1.5 (0.25 + 0.75 · 61 / 31.5)) = 1.09. Without length normalization (b = 0) the
+    long text would win (1.43 vs 1.00).
+    """
+    short, long, other_a, other_b = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    await _publish_all(
+        js,
+        nats_client,
+        org,
+        {
+            short: ("Zebra", "grazing herd"),
+            long: ("Savanna", " ".join(["zebra", *(FILLER.split() * 7), "zebra", "buffalo", "antelope"])),
+            other_a: ("Quiet", " ".join((FILLER.split() * 4)[:30])),
+            other_b: ("Still", " ".join((FILLER.split() * 4)[:30])),
+        },
+    )
+    assert (await _lexical_ids(org, "zebra"))[:2] == [str(short), str(long)]
+
+
+async def test_bm25_counts_repeated_query_words(org: Org, js: JetStreamContext, nats_client: NATS) -> None:
+    """A word the question repeats weighs as often as it is repeated (as in bm25s and Lucene).
+
+    Both words occur in one document each (same idf). Per unit idf: the apple text (12 tokens) scores
+    0.87, the shorter banana note (4 tokens) 1.33, avgdl 9 — so counted once each, banana would win;
+    asked twice, apple scores 1.74 and wins.
+    """
+    apple, banana, other_a, other_b = uuid.uuid4(), uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    await _publish_all(
+        js,
+        nats_client,
+        org,
+        {
+            apple: ("Fruit", "apple " + " ".join([*FILLER.split(), "river", "forest"])),
+            banana: ("Snack", "banana split ripe"),
+            other_a: ("Quiet", " ".join([*FILLER.split(), "river"])),
+            other_b: ("Still", " ".join([*FILLER.split(), "forest"])),
+        },
+    )
+    assert (await _lexical_ids(org, "banana apple"))[:2] == [str(banana), str(apple)]
+    assert (await _lexical_ids(org, "apple banana apple"))[:2] == [str(apple), str(banana)]
+
+
+def heading_corpus() -> dict[str, tuple[str, str]]:
+    """A 12-passage handbook with `zebra` only in its title, a short note naming it once in its text,
+    and two plain documents."""
+    words = FILLER.split()
+    paragraph = " ".join((words * 19)[:150])
+    return {
+        "handbook": ("Zebra handbook", "\n\n".join([paragraph] * 12)),
+        "note": ("Sighting", " ".join(["zebra", *(words * 8)[:59]])),
+        "plain_a": ("Quiet", " ".join((words * 8)[:60])),
+        "plain_b": ("Still", " ".join((words * 8)[:60])),
+    }
+
+
+async def test_bm25_counts_a_title_once_however_many_passages_repeat_it(
+    org: Org, js: JetStreamContext, nats_client: NATS
+) -> None:
+    """Every passage carries its heading path, but BM25 counts the title once per document.
+
+    Tokens: handbook 1,912 (12 passages of 150 words, 10 of each repeated as overlap, title 2), the others
+    61 each → avgdl 524. Per unit idf, k1 = 1.5, b = 0.75: the note scores 2.5 / (1 + 1.5 (0.25 + 0.75 ·
+    61 / 524)) = 1.66; the handbook, its title counted once, 2.5 / (1 + 1.5 (0.25 + 0.75 · 1912 / 524)) =
+    0.46. Counted once per passage (tf 12, 1,934 tokens) the handbook would score 1.82 and come first.
+    """
+    ids = {name: uuid.uuid4() for name in heading_corpus()}
+    await _publish_all(js, nats_client, org, {ids[name]: doc for name, doc in heading_corpus().items()})
+    assert (await _lexical_ids(org, "zebra"))[:2] == [str(ids["note"]), str(ids["handbook"])]

@@ -1,7 +1,8 @@
-"""BatchingEmbedder: concurrent requests share model calls and each caller gets its own vectors back."""
+"""BatchingEmbedder: concurrent requests share large, length-sorted model calls; each caller gets its own vectors."""
 
 import asyncio
 import threading
+import time
 from collections.abc import AsyncIterator
 
 import pytest
@@ -13,31 +14,40 @@ class ModelFailed(RuntimeError):
     pass
 
 
+def vector(text: str) -> list[float]:
+    """The fake model's embedding of "n w w…": [n, -number of words], so a vector tells its text apart."""
+    words = text.split()
+    return [float(words[0]), -float(len(words))]
+
+
+def vectors(*texts: str) -> list[list[float]]:
+    return [vector(text) for text in texts]
+
+
 class FakeModel:
-    """Embeds "n" as [n, -n]. The first call can be held open, so later requests queue up meanwhile."""
+    """Embeds with `vector`. The first call can be held open, so later requests queue up meanwhile."""
 
     name = "fake"
     dimension = 2
 
-    def __init__(self, *, fail_on_call: int | None = None) -> None:
+    def __init__(self, *, hold_first_call: bool = True, fail_on_call: int | None = None) -> None:
         self.calls: list[list[str]] = []
+        self.call_times: list[float] = []
         self.busy = threading.Event()
         self.release = threading.Event()
+        self._hold_first_call = hold_first_call
         self._fail_on_call = fail_on_call
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         self.calls.append(list(texts))
-        if len(self.calls) == 1:
+        self.call_times.append(time.monotonic())
+        if len(self.calls) == 1 and self._hold_first_call:
             self.busy.set()
             if not self.release.wait(timeout=10):
                 raise TimeoutError("the test never released the model")
         if len(self.calls) == self._fail_on_call:
             raise ModelFailed("model crashed")
-        return [[float(text), -float(text)] for text in texts]
-
-
-def vectors(*texts: str) -> list[list[float]]:
-    return [[float(text), -float(text)] for text in texts]
+        return vectors(*texts)
 
 
 @pytest.fixture
@@ -91,6 +101,91 @@ async def test_a_batch_stops_growing_at_max_batch() -> None:
 
     assert model.calls == [["1"], ["2", "3", "4"], ["5", "6"]]
     assert results == [vectors(*texts) for texts in requests]
+
+
+async def test_requests_arriving_while_the_model_is_idle_are_coalesced_up_to_max_batch() -> None:
+    """Handlers ask one after another, not all at once: the batcher lingers for them instead of calling at once."""
+    model = FakeModel(hold_first_call=False)
+    batcher = BatchingEmbedder(model, max_batch=4, linger_seconds=30)
+    try:
+        tasks = []
+        for n in range(1, 7):
+            tasks.append(asyncio.create_task(batcher.embed([str(n)])))
+            await asyncio.sleep(0.01)
+        results = await asyncio.wait_for(asyncio.gather(*tasks[:4]), timeout=5)  # full batch: no 30 s linger
+
+        assert model.calls == [["1", "2", "3", "4"]]
+        assert results == [vectors(str(n)) for n in range(1, 5)]
+        assert not any(task.done() for task in tasks[4:]), "the next call is still lingering for more"
+    finally:
+        await batcher.close()
+
+
+async def test_lingering_is_bounded_by_linger_seconds() -> None:
+    model = FakeModel(hold_first_call=False)
+    batcher = BatchingEmbedder(model, linger_seconds=0.2)
+    try:
+        started = time.monotonic()
+        first = asyncio.create_task(batcher.embed(["1"]))
+        await asyncio.sleep(0.05)
+        second = asyncio.create_task(batcher.embed(["2"]))  # within the linger: the same call
+        assert await asyncio.wait_for(first, timeout=5) == vectors("1")
+        answered = time.monotonic()
+        assert await second == vectors("2")
+        assert await asyncio.wait_for(batcher.embed(["3"]), timeout=5) == vectors("3")  # after it: a call of its own
+    finally:
+        await batcher.close()
+
+    assert model.calls == [["1", "2"], ["3"]]
+    assert model.call_times[0] - started >= 0.2  # the model waited for the linger to run out …
+    assert answered - started < 2.0  # … and not much longer (generous: the test machine may be busy)
+
+
+async def test_by_default_a_request_reaching_an_idle_model_is_embedded_at_once() -> None:
+    """No linger unless asked for: the aggregator embeds one search query at a time and must not wait."""
+    model = FakeModel(hold_first_call=False)
+    batcher = BatchingEmbedder(model)
+    try:
+        first = asyncio.create_task(batcher.embed(["1"]))
+        await asyncio.sleep(0.1)
+        first_answered_meanwhile = first.done()
+        second = asyncio.create_task(batcher.embed(["2"]))  # would share the call with any linger ≥ 0.1 s
+        assert [await first, await second] == [vectors("1"), vectors("2")]
+    finally:
+        await batcher.close()
+    assert model.calls == [["1"], ["2"]]
+    assert first_answered_meanwhile
+
+
+async def test_texts_reach_the_model_longest_first_and_vectors_return_in_each_callers_order(
+    batcher: BatchingEmbedder, model: FakeModel
+) -> None:
+    requests = [["0"], ["1 a a", "2"], ["3 a", "4 a a a a", "5 a"], ["6 a a a"]]
+
+    tasks = await queue_behind_busy_model(batcher, model, requests)
+    model.release.set()
+    results = await asyncio.wait_for(asyncio.gather(*tasks), timeout=5)
+
+    assert model.calls[1] == ["4 a a a a", "6 a a a", "1 a a", "3 a", "5 a", "2"]
+    assert results == [vectors(*texts) for texts in requests]
+
+
+async def test_stats_count_calls_and_estimate_padding_of_sorted_slices() -> None:
+    model = FakeModel()
+    batcher = BatchingEmbedder(model, pad_group=2)
+    try:
+        tasks = await queue_behind_busy_model(batcher, model, [["0"], ["1 a a a"], ["2 a", "3 a a"], ["4"]])
+        model.release.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), timeout=5)
+    finally:
+        model.release.set()
+        await batcher.close()
+
+    stats = batcher.stats
+    assert (stats.calls, stats.requests, stats.texts) == (2, 4, 5)
+    # second call, sorted: 4, 3 | 2, 1 words → padded 4·2 + 2·2 = 12 for 10 real; first call 1 for 1
+    assert (stats.tokens, stats.padded_tokens) == (11, 13)
+    assert "calls=2" in stats.summary()
 
 
 async def test_a_model_failure_reaches_every_waiter_and_the_next_call_still_works() -> None:

@@ -10,7 +10,9 @@ from cortex_cli import config
 from cortex_cli.api_keys import create_key, list_keys, revoke_key
 from cortex_cli.ingest import IngestOptions, ingest_files
 from cortex_cli.organizations import UnknownOrganization, ensure_membership, organization_id
+from cortex_cli.plugins import choose_plugin, list_plugins, render
 from cortex_cli.works import create_work
+from cortex_plugins import CATEGORIES, PluginChoiceError, PluginRegistry
 from cortex_store.models import MemberRole
 
 
@@ -99,6 +101,18 @@ def _apikey(args: argparse.Namespace) -> int:
     return 0
 
 
+def _plugins(args: argparse.Namespace) -> int:
+    where = config.endpoints()
+    org = asyncio.run(organization_id(where.database_url, args.org))
+    registry = PluginRegistry.from_environment()
+    if args.plugins_command == "use":
+        asyncio.run(choose_plugin(where.database_url, org, args.category, args.name, registry))
+        print(f"{args.org}: {args.category} = {args.name}")
+    else:
+        print(render(asyncio.run(list_plugins(where.database_url, org, registry))))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="cortex", description="Cortex: organization-wide memory.")
     commands = root.add_subparsers(dest="command", required=True)
@@ -140,6 +154,16 @@ def parser() -> argparse.ArgumentParser:
     revoke.add_argument("key_id", type=uuid.UUID)
     listing = apikey.add_parser("list", help="list an organization's keys")
     listing.add_argument("--org", required=True)
+
+    plugins = commands.add_parser("plugins", help="plugins by category, and an organization's choices").add_subparsers(
+        dest="plugins_command", required=True
+    )
+    plugins_list = plugins.add_parser("list", help="categories, plugins, health and the active choice")
+    plugins_list.add_argument("--org", required=True, help="organization slug")
+    use = plugins.add_parser("use", help="set the organization's plugin for a category (an env pin still wins)")
+    use.add_argument("--org", required=True, help="organization slug")
+    use.add_argument("category", help=", ".join(c.name for c in CATEGORIES if c.selectable))
+    use.add_argument("name", help="the plugin's name, as `cortex plugins list` shows it")
     return root
 
 
@@ -152,10 +176,11 @@ def main(argv: list[str] | None = None) -> int:
         "ingest": _ingest,
         "work": _work_create,
         "apikey": _apikey,
+        "plugins": _plugins,
     }
     try:
         return handlers[args.command](args)
-    except (config.NotRunning, UnknownOrganization) as exc:
+    except (config.NotRunning, UnknownOrganization, PluginChoiceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
 

@@ -263,6 +263,20 @@ def _stop_servers(started: list[EmbeddedPostgres | EmbeddedNats], console: _Cons
             console.line(_SELF, f"{kind} stopped")
 
 
+LOCAL_QDRANT_REFUSED = (
+    "CORTEX_PLUGIN_VECTOR_STORE=qdrant without CORTEX_QDRANT_URL means Qdrant's local mode, which only one "
+    "process may open, but the indexer and the aggregator are separate processes: set CORTEX_QDRANT_URL to a "
+    "Qdrant server (docker-compose.yml runs one) or use the default pgvector store"
+)
+
+
+def refusal(environment: Mapping[str, str]) -> str | None:
+    """Why this configuration cannot run as separate services, or None."""
+    if environment.get("CORTEX_PLUGIN_VECTOR_STORE") == "qdrant" and not environment.get("CORTEX_QDRANT_URL"):
+        return LOCAL_QDRANT_REFUSED
+    return None
+
+
 def run_all(settings: RunSettings) -> int:
     """Run Cortex in the foreground until a stop signal (returns 0) or a service dies (1).
 
@@ -270,6 +284,10 @@ def run_all(settings: RunSettings) -> int:
     then propagates: a server that cannot start, a failed migration).
     """
     console = _Console([_SELF, *settings.services], sys.stdout)
+    refused = refusal({**os.environ, **settings.extra_env})
+    if refused is not None:
+        console.line(_SELF, f"cannot start: {refused}")
+        return 2
     started: list[EmbeddedPostgres | EmbeddedNats] = []
     services: list[_Service] = []
     with _StopSignals() as signals:

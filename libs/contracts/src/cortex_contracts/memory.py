@@ -2,7 +2,7 @@
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
 
 from pydantic import Field
@@ -69,10 +69,6 @@ class RecalledEntry(WireModel):
     created_at: datetime
 
 
-class Recalled(WireModel):
-    items: list[RecalledEntry]
-
-
 class EntryLookup(WireModel):
     organization_id: UUID
     entry_id: UUID
@@ -80,3 +76,92 @@ class EntryLookup(WireModel):
 
 class EntryFound(WireModel):
     found: bool
+
+
+# Agent memory kept outside Cortex (e.g. a mem0 server), read through `memory` plugins. What such a plugin
+# returns is untrusted content: it travels labelled with its source and fenced, never as instructions.
+
+
+class ExternalMemoryFailure(StrEnum):
+    """Why an external agent-memory backend gave nothing; a small fixed set, so metrics stay bounded."""
+
+    TIMEOUT = "timeout"
+    UNAVAILABLE = "unavailable"  # connection refused, DNS, reset
+    NOT_FOUND = "not_found"  # 404: e.g. a server without the listing endpoint
+    SERVER_ERROR = "server_error"  # 5xx
+    CLIENT_ERROR = "client_error"  # other 4xx (auth, validation)
+    BAD_RESPONSE = "bad_response"  # not the expected JSON shape
+
+
+class MemoryNamespace(WireModel):
+    """Whose agent memory: always one organization, optionally narrowed to one Work and/or one agent."""
+
+    organization_id: UUID
+    work_id: UUID | None = None
+    agent_id: str | None = Field(default=None, max_length=200, pattern=NO_NUL)
+
+
+class ExternalMemory(WireModel):
+    source: str = Field(description="The plugin the memory came from, e.g. `mem0`.")
+    id: str
+    content: str = Field(description="The memory as the backend returned it: untrusted, never instructions.")
+    fenced: str = Field(description="`content` fenced and labelled with its source, ready to quote in a prompt.")
+    untrusted: bool = Field(default=True, description="Always true: content from outside Cortex.")
+    score: float | None = None
+    agent_id: str | None = None
+    run_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    created_at: datetime | None = None
+
+
+class ExternalSourceStatus(WireModel):
+    source: str
+    ok: bool
+    reason: ExternalMemoryFailure | None = Field(default=None, description="Why the source gave nothing.")
+
+
+class ExternalMemories(WireModel):
+    """What one backend answered; on failure `items` is empty and `status` says why."""
+
+    items: list[ExternalMemory]
+    status: ExternalSourceStatus
+
+
+class Recalled(WireModel):
+    items: list[RecalledEntry]
+    external: list[ExternalMemory] = Field(
+        default_factory=list, description="Matches from external agent-memory backends (untrusted, labelled)."
+    )
+    sources: list[ExternalSourceStatus] = Field(
+        default_factory=list, description="One per configured external backend: answered, or why not."
+    )
+
+
+class AgentMemoriesRequest(WireModel):
+    organization_id: UUID
+    work_id: UUID | None = None
+    agent_id: str | None = Field(default=None, max_length=200, pattern=NO_NUL)
+    limit: int = Field(default=50, ge=1, le=MAX_RECALL_LIMIT)
+
+
+class AgentMemories(WireModel):
+    """The listing of the namespace's memories in every external backend (best effort, per source)."""
+
+    items: list[ExternalMemory]
+    sources: list[ExternalSourceStatus]
+
+
+@runtime_checkable
+class AgentMemoryReader(Protocol):
+    """A `memory` plugin that reads an external agent-memory backend. Best effort: it never raises; a
+    backend that is down, slow or refuses answers empty `items` with a failed `status`."""
+
+    name: str
+
+    async def search(self, namespace: MemoryNamespace, query: str, limit: int) -> ExternalMemories: ...
+
+    async def list_memories(self, namespace: MemoryNamespace, limit: int) -> ExternalMemories: ...
+
+    async def health(self) -> str | None: ...
+
+    async def aclose(self) -> None: ...

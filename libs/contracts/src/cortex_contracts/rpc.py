@@ -8,7 +8,7 @@ from uuid import UUID
 from pydantic import Field, StringConstraints
 
 from cortex_contracts.base import NO_NUL, WireModel
-from cortex_contracts.memory import EntryFound, Recalled
+from cortex_contracts.memory import AgentMemories, EntryFound, Recalled
 from cortex_contracts.memory_item import MemoryItem
 
 MAX_FEED_LIMIT = 100
@@ -141,7 +141,7 @@ class RpcError(WireModel):
     detail: str = Field(description="What went wrong.")
 
 
-Result = TypeVar("Result", FeedPage, Facets, Stats, ItemDetail, Recalled, EntryFound)
+Result = TypeVar("Result", FeedPage, Facets, Stats, ItemDetail, Recalled, EntryFound, AgentMemories)
 
 
 class Reply(WireModel, Generic[Result]):
@@ -157,3 +157,4 @@ StatsReply = Reply[Stats]
 ItemReply = Reply[ItemDetail]
 RecallReply = Reply[Recalled]
 EntryReply = Reply[EntryFound]
+AgentMemoriesReply = Reply[AgentMemories]

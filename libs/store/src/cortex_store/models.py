@@ -20,7 +20,7 @@ from sqlalchemy import (
 from sqlalchemy.dialects.postgresql import ARRAY, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
-EMBEDDING_DIM = 384
+EMBEDDING_DIM = 384  # the dimension migrations create; the recorded `EmbeddingSpace` is what holds now
 TEXT_SEARCH_CONFIG = "english"
 
 
@@ -211,7 +211,8 @@ class KbChunk(Base):
             persisted=True,
         ),
     )
-    embedding: Mapped[list[float] | None] = mapped_column(Vector(EMBEDDING_DIM))
+    # No fixed dimension here: the column is altered when the embedding space changes (migration 0010).
+    embedding: Mapped[list[float] | None] = mapped_column(Vector())
     token_count: Mapped[int] = mapped_column(Integer, default=0)
 
 
@@ -228,6 +229,20 @@ class KbPosting(Base):
     document_tokens: Mapped[int] = mapped_column(Integer)
 
 
+class EmbeddingSpace(Base):
+    """The model and dimension stored embeddings were made with; one row is active. Changed only by
+    the `cortex_switch_embedding_space` function (migration 0010), which clears what must be re-embedded."""
+
+    __tablename__ = "embedding_space"
+    __table_args__ = (Index("embedding_space_one_active", "active", unique=True, postgresql_where="active"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, primary_key=True, autoincrement=True)
+    model: Mapped[str] = mapped_column(Text)
+    dimension: Mapped[int] = mapped_column(Integer)
+    active: Mapped[bool] = mapped_column(default=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
 class ProcessedEvent(Base):
     """Inbox of handled event ids per consumer: a redelivered or duplicated event changes nothing."""
 
@@ -236,3 +251,14 @@ class ProcessedEvent(Base):
     consumer: Mapped[str] = mapped_column(Text, primary_key=True)
     event_id: Mapped[str] = mapped_column(Text, primary_key=True)
     processed_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+
+
+class PluginChoice(Base):
+    """An organization's active plugin for one category (`cortex plugins use`); an environment pin still wins."""
+
+    __tablename__ = "plugin_choices"
+
+    organization_id: Mapped[uuid.UUID] = mapped_column(ForeignKey("organizations.id"), primary_key=True)
+    category: Mapped[str] = mapped_column(Text, primary_key=True)
+    plugin: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())

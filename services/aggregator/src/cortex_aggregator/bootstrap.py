@@ -1,20 +1,24 @@
 """The aggregator's composition root: settings, engine, NATS, query embedder, RPC subscriptions."""
 
 import asyncio
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 
+from cortex_aggregator.agent_memories import list_agent_memories
 from cortex_aggregator.cursor import CursorCodec
 from cortex_aggregator.detail import item_detail
 from cortex_aggregator.facets import facets
 from cortex_aggregator.feed import FeedConfig, FeedContext, feed
 from cortex_aggregator.handlers import rpc_handler
+from cortex_aggregator.query_embedding import QueryEmbedding
 from cortex_aggregator.recall import RecallContext, entry_exists, recall
 from cortex_aggregator.settings import AggregatorSettings
 from cortex_aggregator.stats import stats
 from cortex_contracts import memory
 from cortex_contracts import rpc as models
 from cortex_contracts.subjects import (
+    RPC_AGGREGATOR_AGENT_MEMORIES,
     RPC_AGGREGATOR_ENTRY,
     RPC_AGGREGATOR_FACETS,
     RPC_AGGREGATOR_FEED,
@@ -22,11 +26,16 @@ from cortex_contracts.subjects import (
     RPC_AGGREGATOR_RECALL,
     RPC_AGGREGATOR_STATS,
 )
+from cortex_contracts.vector_store import VectorStore
+from cortex_embedding import openai_compatible
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.local_model import load_local_embedder
+from cortex_memory_plugins.mem0 import Mem0Memory, Mem0Settings
 from cortex_messaging import rpc
 from cortex_messaging.connection import connect
+from cortex_plugins.registry import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker
+from cortex_vector_stores.binding import vectors_live_in_database
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +46,10 @@ QUEUE_GROUP = "aggregator"
 class Aggregator:
     settings: AggregatorSettings
     embedder: BatchingEmbedder | None = None
+    agent_memory: list[memory.AgentMemoryReader] = field(default_factory=list)  # external `memory` readers
+    vectors: VectorStore | None = None  # a vector store of its own (Qdrant); None: pgvector
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
-
-    async def _embed_query(self, q: str) -> list[float]:
-        assert self.embedder is not None
-        return (await self.embedder.embed([q]))[0]
 
     async def run(self) -> None:
         settings = self.settings
@@ -51,25 +58,43 @@ class Aggregator:
         engine = make_engine(
             settings.database_url,
             pool_size=settings.pool_size,
-            server_settings={"plan_cache_mode": "force_custom_plan"},
+            # Parallel workers only add overhead when concurrent requests already use every core.
+            server_settings={"plan_cache_mode": "force_custom_plan", "max_parallel_workers_per_gather": "0"},
         )
         nc = await connect(settings.nats_url, name="cortex-aggregator")
         try:
             sessions = make_sessionmaker(engine)
+            query = (
+                QueryEmbedding(sessions, self.embedder, settings.embedding_space_refresh_seconds)
+                if self.embedder
+                else None
+            )
             ctx = FeedContext(
                 sessions=sessions,
                 cursors=CursorCodec(settings.secret.get_secret_value().encode()),
-                embed_query=self._embed_query if self.embedder else None,
+                embed_query=query.embed if query else None,
                 config=FeedConfig(
                     rrf_k=settings.rrf_k,
                     lexical_weight=settings.lexical_weight,
                     dense_weight=settings.dense_weight,
                     exact_scan_max_chunks=settings.exact_scan_max_chunks,
                 ),
+                vectors=self.vectors,
             )
-            recall_ctx = RecallContext(sessions=sessions, embed_query=ctx.embed_query, rrf_k=settings.rrf_k)
+            recall_ctx = RecallContext(
+                sessions=sessions,
+                embed_query=ctx.embed_query,
+                lexical_share=settings.recall_lexical_share,
+                external=self.agent_memory,
+            )
             handlers = {
-                RPC_AGGREGATOR_FEED: rpc_handler(models.FeedRequest, models.FeedReply, lambda r: feed(ctx, r)),
+                RPC_AGGREGATOR_FEED: rpc_handler(
+                    models.FeedRequest,
+                    models.FeedReply,
+                    query.guard(feed, ctx, dataclasses.replace(ctx, embed_query=None))
+                    if query
+                    else lambda r: feed(ctx, r),
+                ),
                 RPC_AGGREGATOR_FACETS: rpc_handler(
                     models.FacetsRequest,
                     models.FacetsReply,
@@ -83,10 +108,19 @@ class Aggregator:
                 ),
             }
             handlers[RPC_AGGREGATOR_RECALL] = rpc_handler(
-                memory.RecallRequest, models.RecallReply, lambda r: recall(recall_ctx, r)
+                memory.RecallRequest,
+                models.RecallReply,
+                query.guard(recall, recall_ctx, dataclasses.replace(recall_ctx, embed_query=None))
+                if query
+                else lambda r: recall(recall_ctx, r),
             )
             handlers[RPC_AGGREGATOR_ENTRY] = rpc_handler(
                 memory.EntryLookup, models.EntryReply, lambda r: entry_exists(sessions, r)
+            )
+            handlers[RPC_AGGREGATOR_AGENT_MEMORIES] = rpc_handler(
+                memory.AgentMemoriesRequest,
+                models.AgentMemoriesReply,
+                lambda r: list_agent_memories(self.agent_memory, r),
             )
             for subject, handler in handlers.items():
                 await rpc.serve(nc, subject, QUEUE_GROUP, handler)
@@ -97,15 +131,41 @@ class Aggregator:
             await nc.drain()
             if self.embedder:
                 await self.embedder.close()
+            for reader in self.agent_memory:
+                await reader.aclose()
+            if self.vectors:
+                await self.vectors.close()
             await engine.dispose()
 
 
 def build(settings: AggregatorSettings | None = None) -> Aggregator:
     settings = settings or AggregatorSettings()  # filled from the environment
+    registry = PluginRegistry.from_environment()
+    choice = registry.pin("embedder") or settings.embedder  # CORTEX_PLUGIN_EMBEDDER wins
     embedder = None
-    if settings.embedder == "local":
+    if choice == "local":
         model = load_local_embedder(threads=settings.embedding_threads)
         embedder = BatchingEmbedder(model) if model else None
+    elif choice == "openai":
+        # The indexer's endpoint settings (CORTEX_EMBEDDER_OPENAI_*), but a search waits for one short try.
+        endpoint = openai_compatible.OpenAIEmbedderSettings().model_copy(
+            update={"timeout_seconds": settings.query_embedding_timeout_seconds, "max_retries": 0}
+        )
+        embedder = BatchingEmbedder(openai_compatible.OpenAICompatibleEmbedder(endpoint))
     if embedder is None:
         log.warning("no query embedder: search is lexical-only")
-    return Aggregator(settings=settings, embedder=embedder)
+    # mem0 reads through alongside the built-in memory whenever CORTEX_MEM0_URL is set.
+    mem0 = Mem0Settings()
+    agent_memory: list[memory.AgentMemoryReader] = [Mem0Memory(mem0)] if mem0.url else []
+    return Aggregator(
+        settings=settings, embedder=embedder, agent_memory=agent_memory, vectors=build_vector_store(registry)
+    )
+
+
+def build_vector_store(registry: PluginRegistry) -> VectorStore | None:
+    """The deployment's vector store (CORTEX_PLUGIN_VECTOR_STORE); None for pgvector, which the dense leg
+    reads in the same SQL as the filters."""
+    store = registry.active("vector_store")
+    if not isinstance(store, VectorStore):
+        raise TypeError(f"vector_store plugin {store!r} does not implement the VectorStore protocol")
+    return None if vectors_live_in_database(store) else store

@@ -12,8 +12,10 @@ from cortex_aggregator import items, retrieval
 from cortex_aggregator.cursor import BadCursor, CursorCodec
 from cortex_aggregator.filters import DocumentFilter, document_filter
 from cortex_aggregator.fusion import reciprocal_rank_fusion
+from cortex_aggregator.store_dense import store_dense_hits
 from cortex_contracts.memory_item import MemoryItem
 from cortex_contracts.rpc import FeedPage, FeedRequest, RetrievalMode, Sort
+from cortex_contracts.vector_store import VectorStore
 from cortex_store.tenancy import org_transaction
 
 EmbedQuery = Callable[[str], Awaitable[list[float]]]
@@ -36,6 +38,7 @@ class FeedContext:
     cursors: CursorCodec
     embed_query: EmbedQuery | None
     config: FeedConfig
+    vectors: VectorStore | None = None  # a vector store of its own (Qdrant); None: pgvector, in the same SQL
 
 
 def _query_key(request: FeedRequest) -> str:
@@ -103,8 +106,10 @@ async def _search(
         if request.mode is not RetrievalMode.SEMANTIC or vector is None:  # never fail for want of an embedder
             lexical = await retrieval.lexical_hits(session, org, request.q, where, depth)
         dense: list[retrieval.Hit] = []
-        if vector is not None:
-            exact = await retrieval.embedded_chunk_count(session, org, where) <= config.exact_scan_max_chunks
+        if vector is not None and ctx.vectors is not None:
+            dense = await store_dense_hits(session, ctx.vectors, org, vector, where, depth)
+        elif vector is not None:
+            exact = not await retrieval.embedded_chunks_exceed(session, org, where, config.exact_scan_max_chunks)
             dense = await retrieval.dense_hits(session, org, vector, where, depth, exact=exact)
         fused = reciprocal_rank_fusion(
             [

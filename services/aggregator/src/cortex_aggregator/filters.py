@@ -10,6 +10,8 @@ from cortex_contracts.rpc import FeedFilters
 
 FACETS = ("type", "work", "mission", "team", "source", "status", "tag")
 
+# Under row-level security only leakproof operators become index conditions. Array overlap
+# (`tags && …`) is not one, so the tag filter reads kb_document_tags, whose key is plain text equality.
 _CONDITIONS = {
     "type": "d.doc_class = ANY(CAST(:f_type AS text[]))",
     "work": "d.work_id = ANY(CAST(:f_work AS uuid[]))",
@@ -23,8 +25,20 @@ _CONDITIONS = {
     ),
     "source": "d.source = ANY(CAST(:f_source AS text[]))",
     "status": "d.status = ANY(CAST(:f_status AS text[]))",
-    "tag": "d.tags && CAST(:f_tag AS text[])",
+    "tag": (
+        "d.id IN (SELECT dt.document_id FROM kb_document_tags dt WHERE dt.organization_id = :org"
+        " AND dt.tag = ANY(CAST(:f_tag AS text[])))"
+    ),
 }
+
+
+# The same tests as per-row expressions, for statements that read every candidate row anyway (the
+# facets): there the tag test is the document's own `tags`, which the indexer writes in the same
+# transaction as its kb_document_tags rows, and which a covering index holds. One `value = ANY(d.tags)`
+# per selected tag costs far less than `d.tags && …`: reading 100k index entries took 11 ms of CPU with
+# the first as filter, 26 ms with the second (10 ms with none).
+def _tag_test(count: int) -> str:
+    return "(" + " OR ".join(f"(CAST(:f_tag AS text[]))[{i}] = ANY(d.tags)" for i in range(1, count + 1)) + ")"
 
 
 @dataclass(frozen=True)
@@ -41,8 +55,19 @@ def active_values(filters: FeedFilters) -> dict[str, list[str]]:
     return {facet: [str(v) for v in getattr(filters, facet)] for facet in FACETS if getattr(filters, facet)}
 
 
+def _params(values: dict[str, list[str]]) -> dict[str, Any]:
+    return {f"f_{facet}": v for facet, v in values.items()}
+
+
 def document_filter(filters: FeedFilters, *, except_facet: str | None = None) -> DocumentFilter:
     """`AND ...` conditions (or "") for the active filters, leaving out `except_facet`."""
     values = {facet: v for facet, v in active_values(filters).items() if facet != except_facet}
     sql = "".join(f" AND {_CONDITIONS[facet]}" for facet in values)
-    return DocumentFilter(sql, {f"f_{facet}": v for facet, v in values.items()})
+    return DocumentFilter(sql, _params(values))
+
+
+def row_tests(filters: FeedFilters) -> tuple[dict[str, str], dict[str, Any]]:
+    """Per active facet, a boolean expression over `d` that is true when the row passes that filter."""
+    values = active_values(filters)
+    tests = {facet: _tag_test(len(v)) if facet == "tag" else _CONDITIONS[facet] for facet, v in values.items()}
+    return tests, _params(values)

@@ -31,49 +31,67 @@ def _restrict(where: DocumentFilter, column: str = "c.document_id") -> str:
 
 def _lexical(where: DocumentFilter) -> str:
     """Okapi BM25 over the org's documents (k1, b and idf = ln(1 + (N - df + .5) / (df + .5)) as in
-    Lucene and bm25s). Term frequencies add up over a document's passages; the passage where the query
-    terms weigh most is the one shown. Any query word may match alone: a long question need not have
-    every word in one document.
+    Lucene and bm25s). Term frequencies add up over a document's passages; the passage shown is the one
+    where a query word weighs most. Any query word may match alone: a long question need not have every
+    word in one document, and a word the question repeats counts as often as it is repeated.
+
+    Only the query words' postings are read, through the postings key (an index-only scan: the key
+    carries every column used here), once; document frequencies come from the same rows, so df counts
+    every document of the org while the facet filters restrict only which documents are ranked. Hash
+    aggregates throughout: nothing is sorted but the top `n`. k1 and b are cast: left to infer,
+    PostgreSQL types them as integers from `:k1 + 1`, and 1.5 and 0.75 arrive as 1 and 0.
     """
     return f"""
-WITH q AS (
-    SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', :q))
+WITH q AS MATERIALIZED (
+    SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS qtf
+    FROM unnest(to_tsvector('english', :q)) u
+), postings AS MATERIALIZED (
+    SELECT p.document_id, p.chunk_id, p.lexeme, p.tf, p.document_tokens
+    FROM kb_postings p
+    WHERE p.organization_id = :org AND p.lexeme = ANY(ARRAY(SELECT lexeme FROM q))
+), terms AS MATERIALIZED (
+    SELECT document_id, lexeme, sum(tf)::float8 AS tf, max(document_tokens)::float8 AS dl
+    FROM postings GROUP BY document_id, lexeme
 ), corpus AS (
-    SELECT count(*)::float AS n, greatest(avg(token_count), 1)::float AS avgdl
+    SELECT count(*)::float8 AS n, greatest(avg(token_count), 1)::float8 AS avgdl
     FROM kb_documents WHERE organization_id = :org AND deleted_at IS NULL
-), df AS (
-    SELECT p.lexeme, count(DISTINCT p.document_id)::float AS df,
-           ln(1 + ((SELECT n FROM corpus) - count(DISTINCT p.document_id) + 0.5)
-                  / (count(DISTINCT p.document_id) + 0.5)) AS idf
-    FROM kb_postings p JOIN q USING (lexeme)
-    WHERE p.organization_id = :org
-    GROUP BY p.lexeme
-), terms AS (
-    SELECT p.document_id, p.lexeme, sum(p.tf)::float AS tf, max(p.document_tokens)::float AS dl,
-           (array_agg(p.chunk_id ORDER BY p.tf DESC, p.chunk_id))[1] AS chunk_id
-    FROM kb_postings p JOIN df USING (lexeme)
-    WHERE p.organization_id = :org{_restrict(where, "p.document_id")}
-    GROUP BY p.document_id, p.lexeme
+), weights AS (
+    SELECT t.lexeme, min(q.qtf) * ln(1 + (min(corpus.n) - count(*) + 0.5) / (count(*) + 0.5)) AS w
+    FROM terms t JOIN q USING (lexeme) CROSS JOIN corpus
+    GROUP BY t.lexeme
+), ranked AS (
+    SELECT t.document_id,
+           sum(w.w * t.tf * (CAST(:k1 AS float8) + 1)
+               / (t.tf + CAST(:k1 AS float8) * (1 - CAST(:b AS float8) + CAST(:b AS float8) * t.dl / corpus.avgdl))
+           ) AS score
+    FROM terms t JOIN weights w USING (lexeme) CROSS JOIN corpus
+    WHERE true{_restrict(where, "t.document_id")}
+    GROUP BY t.document_id ORDER BY score DESC, t.document_id LIMIT :n
+), shown AS (
+    SELECT DISTINCT ON (r.document_id) r.document_id, p.chunk_id, r.score
+    FROM ranked r JOIN postings p USING (document_id) JOIN weights w USING (lexeme)
+    ORDER BY r.document_id, w.w * p.tf DESC, p.chunk_id
 )
-SELECT t.document_id,
-       (array_agg(t.chunk_id ORDER BY df.idf * t.tf DESC))[1] AS chunk_id,
-       sum(df.idf * t.tf * (:k1 + 1) / (t.tf + :k1 * (1 - :b + :b * t.dl / corpus.avgdl))) AS score
-FROM terms t JOIN df USING (lexeme) CROSS JOIN corpus
-GROUP BY t.document_id ORDER BY score DESC, t.document_id LIMIT :n
+SELECT document_id, chunk_id, score FROM shown ORDER BY score DESC, document_id
 """
 
 
 def _dense(where: DocumentFilter, *, exact: bool) -> str:
-    # `+ 0` hides the distance from the planner, so it scans the org's rows exactly instead of walking
-    # the HNSW graph (which filters after the walk and can return too few rows for a small org).
-    order = "(c.embedding <=> CAST(:qvec AS vector)) + 0" if exact else "c.embedding <=> CAST(:qvec AS vector)"
+    """The `k` nearest chunks, the distance computed once per chunk (each computation reads the whole
+    vector). Exact: the inner `OFFSET 0` keeps the planner from matching the ORDER BY to the HNSW index,
+    which filters by organization after its walk and can return too few rows for a small org."""
+    candidates = f"""
+        SELECT c.document_id, c.id AS chunk_id, c.embedding <=> CAST(:qvec AS vector) AS distance
+        FROM kb_chunks c
+        WHERE c.organization_id = :org AND c.embedding IS NOT NULL{_restrict(where)}"""
+    nearest = (
+        f"SELECT * FROM ({candidates}\n        OFFSET 0\n    ) scored ORDER BY distance LIMIT :k"
+        if exact
+        else f"{candidates}\n        ORDER BY distance LIMIT :k"
+    )
     return f"""
 WITH nearest AS (
-    SELECT c.document_id, c.id AS chunk_id, (c.embedding <=> CAST(:qvec AS vector)) AS distance
-    FROM kb_chunks c
-    WHERE c.organization_id = :org AND c.embedding IS NOT NULL{_restrict(where)}
-    ORDER BY {order}
-    LIMIT :k
+    {nearest}
 )
 SELECT DISTINCT ON (document_id) document_id, chunk_id, 1 - distance AS score
 FROM nearest ORDER BY document_id, distance
@@ -93,11 +111,13 @@ async def lexical_hits(session: AsyncSession, org: uuid.UUID, q: str, where: Doc
     return _hits(await session.execute(text(_lexical(where)), params))
 
 
-async def embedded_chunk_count(session: AsyncSession, org: uuid.UUID, where: DocumentFilter) -> int:
+async def embedded_chunks_exceed(session: AsyncSession, org: uuid.UUID, where: DocumentFilter, limit: int) -> bool:
+    """Whether more than `limit` of the org's (filtered) chunks are embedded; counts no further than that."""
     statement = text(
-        f"SELECT count(*) FROM kb_chunks c WHERE c.organization_id = :org AND c.embedding IS NOT NULL{_restrict(where)}"
+        "SELECT count(*) FROM (SELECT 1 FROM kb_chunks c WHERE c.organization_id = :org AND c.embedding IS NOT NULL"
+        f"{_restrict(where)} LIMIT :cap) capped"
     )
-    return int(await session.scalar(statement, {"org": org, **where.params}) or 0)
+    return int(await session.scalar(statement, {"org": org, "cap": limit + 1, **where.params}) or 0) > limit
 
 
 async def dense_hits(

@@ -22,11 +22,29 @@ class AggregatorSettings(BaseSettings):
         validation_alias=AliasChoices("CORTEX_AGGREGATOR_SECRET", "CORTEX_SECRET"),
         description="Signs page cursors so a forged or altered one is refused.",
     )
-    embedder: Literal["local", "none"] = Field(default="local", description="`none` searches lexical-only.")
+    embedder: Literal["local", "openai", "none"] = Field(
+        default="local",
+        description="Query embedder: `local`, `openai` (CORTEX_EMBEDDER_OPENAI_*, as the indexer) or `none` "
+        "(lexical-only). Dense search runs only while its model is the one the index records.",
+    )
+    query_embedding_timeout_seconds: float = Field(
+        default=2.0, gt=0, description="`openai`: one try per query, this long, then lexical-only."
+    )
+    embedding_space_refresh_seconds: float = Field(
+        default=5.0,
+        gt=0,
+        description="How often the recorded embedding model is re-read (and a failed query embedder is left alone).",
+    )
     embedding_threads: int = Field(default=1, ge=1, description="torch threads for query embedding.")
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal-rank-fusion constant.")
     lexical_weight: float = Field(default=1.0, ge=0)
     dense_weight: float = Field(default=1.0, ge=0)
+    recall_lexical_share: float = Field(
+        default=0.3,
+        ge=0,
+        le=1,
+        description="Recall: relevance = share x BM25/max BM25 + (1 - share) x cosine (a convex score fusion).",
+    )
     exact_scan_max_chunks: int = Field(
         default=20_000,
         ge=0,

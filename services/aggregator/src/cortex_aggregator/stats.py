@@ -16,11 +16,12 @@ MEMORY_ENTRIES = text("SELECT count(*) FROM memory_entry WHERE organization_id =
 async def stats(sessions: async_sessionmaker[AsyncSession], request: StatsRequest) -> Stats:
     async with org_transaction(sessions, request.organization_id) as session:
         row = (await session.execute(DOCUMENT_STATS, {"org": request.organization_id})).one()
-    # Concepts and memory entries arrive with the memory and synthesis work; none exist yet.
+        entries = int(await session.scalar(MEMORY_ENTRIES, {"org": request.organization_id}) or 0)
+    # Concepts arrive with the synthesizer (not built yet): none exist.
     return Stats(
         documents_indexed=row.documents,
         concepts_synthesized=0,
         works_covered=row.works,
-        memory_entries=0,
+        memory_entries=entries,
         last_indexed_at=row.last_indexed_at,
     )

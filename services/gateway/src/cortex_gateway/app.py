@@ -10,11 +10,12 @@ from cortex_gateway.credentials import JwtVerifier
 from cortex_gateway.limits import BodyLimit, RateLimit
 from cortex_gateway.problems import install_problem_handlers
 from cortex_gateway.resources import Resources
-from cortex_gateway.routes import entries, health, memory, notes
+from cortex_gateway.routes import entries, health, memory, notes, plugins
 from cortex_gateway.settings import GatewaySettings
 from cortex_gateway.strict_query import refuse_unknown_query
 from cortex_messaging.connection import connect
 from cortex_messaging.streams import ensure_streams
+from cortex_plugins import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker
 
 
@@ -26,6 +27,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         js = nc.jetstream()
         await ensure_streams(js)
         app.state.resources = Resources(settings, engine, make_sessionmaker(engine), nc, js)
+        app.state.plugins.use_database(app.state.resources.sessions)
         try:
             yield
         finally:
@@ -44,7 +46,9 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     app.include_router(memory.router)
     app.include_router(notes.router)
     app.include_router(entries.router)
+    app.include_router(plugins.router)
     app.state.jwt_verifier = JwtVerifier(settings)
+    app.state.plugins = PluginRegistry.from_environment()  # pins now; plugins load on first use
     app.add_middleware(RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     FastAPIInstrumentor.instrument_app(app, excluded_urls="healthz,readyz")

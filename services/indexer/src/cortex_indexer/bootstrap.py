@@ -5,9 +5,14 @@ import logging
 from dataclasses import dataclass, field
 
 from cortex_contracts.subjects import CATALOG_ALL, KB_ALL, MEMORY_REMEMBERED_ALL, STREAM_KB, STREAM_MEMORY
+from cortex_contracts.vector_store import VectorStore
+from cortex_embedding import openai_compatible
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.local_model import load_local_embedder
+from cortex_indexer import embedding_space
+from cortex_indexer.backfill import Backfill
 from cortex_indexer.catalog_handler import make_catalog_handler
+from cortex_indexer.embedding_space import EmbeddingSpace
 from cortex_indexer.handlers import make_kb_handler
 from cortex_indexer.indexing import IndexingContext
 from cortex_indexer.memory_entries import make_memory_handler
@@ -16,7 +21,9 @@ from cortex_indexer.settings import IndexerSettings
 from cortex_messaging.connection import connect
 from cortex_messaging.consumer import ConsumerSpec, DurableConsumer
 from cortex_messaging.streams import ensure_streams
+from cortex_plugins.registry import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker
+from cortex_vector_stores.binding import vectors_live_in_database
 
 log = logging.getLogger(__name__)
 
@@ -29,24 +36,43 @@ MEMORY_CONSUMER = "indexer-memory"
 class Indexer:
     settings: IndexerSettings
     embedder: BatchingEmbedder | None = None
+    vectors: VectorStore | None = None  # a vector store of its own (Qdrant); None: pgvector, the chunks' own rows
     stop: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def run(self) -> None:
         """Consume until `stop` is set; then finish what is in flight and close everything."""
         settings = self.settings
-        engine = make_engine(settings.database_url, pool_size=settings.concurrency)
+        # Handlers hold a connection only around their short transactions, not while they wait for the embedder.
+        engine = make_engine(settings.database_url, pool_size=min(settings.concurrency, 16))
         nc = await connect(settings.nats_url, name="cortex-indexer")
         try:
             js = nc.jetstream()
             await ensure_streams(js)
             sessions = make_sessionmaker(engine)
+            space = EmbeddingSpace.of(self.embedder) if self.embedder else None
+            background = []
+            if self.embedder and space:
+                # Before consuming: a changed model is switched to (a re-embed job) before anything is embedded.
+                # With the endpoint down and no configured dimension this waits for the backfill's next pass.
+                await embedding_space.adopt(sessions, self.embedder, space)
+                backfill = Backfill(
+                    sessions,
+                    self.embedder,
+                    space,
+                    batch=settings.backfill_batch,
+                    interval_seconds=settings.backfill_interval_seconds,
+                    vectors=self.vectors,
+                )
+                background.append(backfill.run(self.stop))
             ctx = IndexingContext(
                 sessions=sessions,
                 embed=self.embedder.embed if self.embedder else None,
                 consumer=CONSUMER,
+                space=space,
+                vectors=self.vectors,
             )
             catalog_ctx = IndexingContext(sessions=sessions, embed=None, consumer=CATALOG_CONSUMER)
-            memory_ctx = IndexingContext(sessions=sessions, embed=ctx.embed, consumer=MEMORY_CONSUMER)
+            memory_ctx = IndexingContext(sessions=sessions, embed=ctx.embed, consumer=MEMORY_CONSUMER, space=space)
             memory = ConsumerSpec(
                 stream=STREAM_MEMORY,
                 durable=MEMORY_CONSUMER,
@@ -72,6 +98,7 @@ class Indexer:
             )
             relay = OutboxRelay(sessions, js)
             await asyncio.gather(
+                *background,
                 relay.sweep(self.stop),
                 DurableConsumer(js, documents, make_kb_handler(ctx, js, relay)).run(self.stop),
                 DurableConsumer(js, catalog, make_catalog_handler(catalog_ctx)).run(self.stop),
@@ -80,14 +107,34 @@ class Indexer:
         finally:
             if self.embedder:
                 await self.embedder.close()
+            if self.vectors:
+                await self.vectors.close()
             await nc.drain()
             await engine.dispose()
 
 
-def build_embedder(settings: IndexerSettings) -> BatchingEmbedder | None:
-    if settings.embedder == "none":
+def build_vector_store(registry: PluginRegistry) -> VectorStore | None:
+    """The deployment's vector store (CORTEX_PLUGIN_VECTOR_STORE, default pgvector); None when it is the
+    chunks' own rows in PostgreSQL, which the indexer writes anyway."""
+    store = registry.active("vector_store")
+    if not isinstance(store, VectorStore):
+        raise TypeError(f"vector_store plugin {store!r} does not implement the VectorStore protocol")
+    if vectors_live_in_database(store):
+        return None
+    log.info("mirroring passage vectors into the %s vector store", store.name)
+    return store
+
+
+def build_embedder(settings: IndexerSettings, pin: str | None = None) -> BatchingEmbedder | None:
+    """`pin`: CORTEX_PLUGIN_EMBEDDER, which wins over CORTEX_INDEXER_EMBEDDER."""
+    choice = pin or settings.embedder
+    if choice == "none":
         log.warning("embedder disabled by settings: indexing lexical-only")
         return None
+    if choice == "openai":
+        endpoint = openai_compatible.create()
+        log.info("embedding with %s at %s", endpoint.model, endpoint.url)
+        return BatchingEmbedder(endpoint)
     model = load_local_embedder()
     if model is None:
         log.warning("no local embedding model installed (extra `local-embeddings`): indexing lexical-only")
@@ -98,4 +145,9 @@ def build_embedder(settings: IndexerSettings) -> BatchingEmbedder | None:
 
 def build(settings: IndexerSettings | None = None) -> Indexer:
     settings = settings or IndexerSettings()  # filled from the environment
-    return Indexer(settings=settings, embedder=build_embedder(settings))
+    registry = PluginRegistry.from_environment()
+    return Indexer(
+        settings=settings,
+        embedder=build_embedder(settings, registry.pin("embedder")),
+        vectors=build_vector_store(registry),
+    )

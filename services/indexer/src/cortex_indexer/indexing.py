@@ -14,9 +14,13 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_contracts.documents import DocumentDeleted, DocumentIndexed, DocumentUpserted
 from cortex_contracts.uploads import UploadCreated
-from cortex_indexer import repository
+from cortex_contracts.vector_store import VectorStore
+from cortex_embedding.errors import EmbeddingError
+from cortex_indexer import embedding_space, repository
 from cortex_indexer.chunking import Chunk, chunk_document
+from cortex_indexer.embedding_space import EmbeddingSpace
 from cortex_indexer.reports import stage_report
+from cortex_indexer.vector_mirror import mirror_document
 from cortex_messaging.delivery import PoisonMessage
 from cortex_store.tenancy import bind_organization
 
@@ -35,6 +39,8 @@ class IndexingContext:
     sessions: async_sessionmaker[AsyncSession]
     embed: EmbedFn | None  # None: lexical-only
     consumer: str
+    space: EmbeddingSpace | None = None  # the embedder's space; embeddings are written only while it is active
+    vectors: VectorStore | None = None  # a store of its own (Qdrant) mirrored in the same transaction; None: pgvector
 
 
 @dataclass(frozen=True)
@@ -85,21 +91,33 @@ async def is_stale(ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUID
         return stored is not None and stored.version >= version
 
 
+Embeddings = list[list[float] | None]  # one per chunk; None: stored lexical-only, backfilled later
+
+
+def fully_embedded(embeddings: Embeddings | None) -> bool:
+    return embeddings is not None and all(vector is not None for vector in embeddings)
+
+
 async def _embed_changed(
     ctx: IndexingContext,
     organization_id: uuid.UUID,
     document_id: uuid.UUID,
     chunks: list[Chunk],
-) -> list[list[float]] | None:
-    if ctx.embed is None:
+) -> Embeddings | None:
+    """Reuse the embeddings of unchanged passages, embed the rest. When the embedder fails (after its own
+    retries) the document is still indexed: the new passages lexical-only, until the backfill embeds them."""
+    if ctx.embed is None or (ctx.space is not None and not ctx.space.writable):
         return None
     async with ctx.sessions() as session, session.begin():
         await bind_organization(session, organization_id)
         known = await repository.embeddings_by_hash(session, document_id)
     missing = [chunk for chunk in chunks if chunk.content_hash not in known]
-    fresh = dict(
-        zip((c.content_hash for c in missing), await ctx.embed([c.embedding_input() for c in missing]), strict=True)
-    )
+    try:
+        vectors = await ctx.embed([c.embedding_input() for c in missing])
+    except EmbeddingError as exc:
+        log.warning("document %s indexed without %d embeddings (backfilled later): %s", document_id, len(missing), exc)
+        return [known.get(chunk.content_hash) for chunk in chunks]
+    fresh = dict(zip((c.content_hash for c in missing), vectors, strict=True))
     return [known.get(chunk.content_hash) or fresh[chunk.content_hash] for chunk in chunks]
 
 
@@ -125,6 +143,8 @@ async def index_document(
     embeddings = None if failure_reason else await _embed_changed(ctx, doc.organization_id, doc.document_id, chunks)
     now = datetime.now(UTC)
     async with ctx.sessions() as session, session.begin():
+        if embeddings is not None and ctx.space is not None and not await embedding_space.holds(session, ctx.space):
+            embeddings = None  # the index moved to another model meanwhile: never store vectors of two models
         claim = await _claim_newer(session, ctx, meta, doc.document_id, doc.version)
         if not claim.newer:
             return None
@@ -150,12 +170,13 @@ async def index_document(
                 "body": body,
                 "content_hash": hashlib.sha256(body.encode()).hexdigest(),
                 "version": doc.version,
-                "embedded": embeddings is not None,
+                "embedded": fully_embedded(embeddings),
                 "updated_at": doc.updated_at or meta.time,
                 "last_indexed_at": now,
                 "deleted_at": None,
             },
         )
+        await repository.replace_tags(session, doc.organization_id, doc.document_id, doc.tags)
         await repository.replace_citations(session, doc.organization_id, doc.document_id, doc.cites)
         await repository.replace_chunks(
             session,
@@ -173,12 +194,14 @@ async def index_document(
                 for chunk in chunks
             ],
         )
+        if ctx.vectors is not None:
+            await mirror_document(session, ctx.vectors, doc.document_id)
         report = DocumentIndexed(
             document_id=doc.document_id,
             organization_id=doc.organization_id,
             version=doc.version,
             chunks=len(chunks),
-            embedded=embeddings is not None,
+            embedded=fully_embedded(embeddings),
             failure_reason=failure_reason,
         )
         await stage_report(session, report, meta.tenant_id)
@@ -202,6 +225,8 @@ async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDe
         )
         if not tombstoned:
             raise PoisonMessage("document id already belongs to another organization")
+        if ctx.vectors is not None:
+            await mirror_document(session, ctx.vectors, doc.document_id)
         report = DocumentIndexed(
             document_id=doc.document_id,
             organization_id=doc.organization_id,

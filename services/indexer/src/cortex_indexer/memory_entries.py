@@ -1,4 +1,5 @@
-"""Store remembered memory entries: embedded, deduplicated by id (the id derives from scope + content)."""
+"""Store remembered memory entries: embedded (or backfilled when the embedder was down), deduplicated by id
+(the id derives from scope + content)."""
 
 import hashlib
 import json
@@ -9,7 +10,8 @@ from pydantic import ValidationError
 from sqlalchemy import text
 
 from cortex_contracts.memory import EntryRemembered
-from cortex_indexer import repository
+from cortex_embedding.errors import EmbeddingError
+from cortex_indexer import embedding_space, repository
 from cortex_indexer.indexing import IndexingContext, UnknownOrganization
 from cortex_indexer.tenant_guard import refuse_cross_tenant_writes
 from cortex_messaging.delivery import Delivery, PoisonMessage
@@ -43,6 +45,17 @@ def _vector(values: list[float] | None) -> str | None:
     return None if values is None else "[" + ",".join(f"{x:.7g}" for x in values) + "]"
 
 
+async def _embed(ctx: IndexingContext, source_text: str) -> list[float] | None:
+    """The entry's embedding; None (stored lexical-only, backfilled later) when the embedder fails."""
+    if ctx.embed is None or (ctx.space is not None and not ctx.space.writable):
+        return None
+    try:
+        return (await ctx.embed([source_text]))[0]
+    except EmbeddingError as exc:
+        log.warning("memory entry stored without its embedding (backfilled later): %s", exc)
+        return None
+
+
 def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[None]]:
     @refuse_cross_tenant_writes
     async def handle(delivery: Delivery) -> None:
@@ -58,8 +71,10 @@ def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[
         if metadata is not None and "\\u0000" in metadata:
             raise PoisonMessage("metadata contains NUL characters, which PostgreSQL cannot store")
         source_text = embedding_input(entry)
-        vector = (await ctx.embed([source_text]))[0] if ctx.embed else None
+        vector = await _embed(ctx, source_text)
         async with ctx.sessions() as session, session.begin():
+            if vector is not None and ctx.space is not None and not await embedding_space.holds(session, ctx.space):
+                vector = None  # the index moved to another model meanwhile
             await bind_organization(session, entry.organization_id)
             if not await repository.claim_event(session, ctx.consumer, delivery.event.id):
                 return

@@ -39,7 +39,16 @@ async def organization_exists(session: AsyncSession, organization_id: uuid.UUID)
     return bool(await session.scalar(select(exists().where(Organization.id == organization_id))))
 
 
+# A row lock cannot cover a document that has no row yet: two versions of a new document would both
+# find none, and the later commit would overwrite the higher version (or fail a delete's tombstone).
+# This lock, held until the transaction ends, serializes every writer of one document id.
+LOCK_DOCUMENT_ID = text("SELECT pg_advisory_xact_lock(hashtextextended(CAST(:id AS text), 0))")
+
+
 async def stored_version(session: AsyncSession, document_id: uuid.UUID, *, lock: bool = False) -> StoredVersion | None:
+    """The stored version; with `lock`, no other transaction writes the document until this one ends."""
+    if lock:
+        await session.execute(LOCK_DOCUMENT_ID, {"id": str(document_id)})
     query = select(KbDocument.organization_id, KbDocument.version).where(KbDocument.id == document_id)
     row = (await session.execute(query.with_for_update() if lock else query)).first()
     return StoredVersion(row.organization_id, row.version) if row else None
@@ -61,10 +70,33 @@ async def upsert_document(session: AsyncSession, values: dict[str, Any]) -> None
     await session.execute(statement.on_conflict_do_update(index_elements=[KbDocument.id], set_=changed))
 
 
+DELETE_TAGS = text("DELETE FROM kb_document_tags WHERE document_id = :document_id")
+INSERT_TAGS = text("""
+INSERT INTO kb_document_tags (organization_id, tag, document_id)
+SELECT CAST(:organization_id AS uuid), tag, CAST(:document_id AS uuid) FROM unnest(CAST(:tags AS text[])) AS tag
+GROUP BY tag
+""")
+
+
+async def replace_tags(
+    session: AsyncSession, organization_id: uuid.UUID, document_id: uuid.UUID, tags: list[str]
+) -> None:
+    """The document's tags as rows: the feed's tag filter reads these (an index row-level security allows)."""
+    await session.execute(DELETE_TAGS, {"document_id": document_id})
+    if tags:
+        params = {"organization_id": organization_id, "document_id": document_id, "tags": tags}
+        await session.execute(INSERT_TAGS, params)
+
+
 # Token counts and postings come from PostgreSQL's own text analysis of the stored chunks, so the
-# lexical leg's BM25 sees exactly the lexemes its queries are analysed into.
-COUNT_CHUNK_TOKENS = text("""
-UPDATE kb_chunks c SET token_count = coalesce((SELECT sum(array_length(u.positions, 1)) FROM unnest(c.tsv) u), 0)
+# lexical leg's BM25 sees exactly the lexemes its queries are analysed into. Every passage carries its
+# heading path (weight A in `tsv`); in BM25 a heading counts once, in the first passage under it, as it
+# appears once in the document — otherwise a long document's title words would count once per passage.
+HEADING_COUNTS = """(c.ordinal = 0 OR c.heading IS DISTINCT FROM (
+    SELECT prev.heading FROM kb_chunks prev WHERE prev.document_id = c.document_id AND prev.ordinal = c.ordinal - 1))"""
+COUNT_CHUNK_TOKENS = text(f"""
+UPDATE kb_chunks c SET token_count = coalesce((
+    SELECT count(*) FROM unnest(c.tsv) u, unnest(u.weights) w WHERE w <> 'A' OR {HEADING_COUNTS}), 0)
 WHERE c.document_id = :document_id
 """)
 COUNT_DOCUMENT_TOKENS = text("""
@@ -72,11 +104,12 @@ UPDATE kb_documents d
 SET token_count = coalesce((SELECT sum(c.token_count) FROM kb_chunks c WHERE c.document_id = d.id), 0)
 WHERE d.id = :document_id
 """)
-INSERT_POSTINGS = text("""
+INSERT_POSTINGS = text(f"""
 INSERT INTO kb_postings (organization_id, lexeme, chunk_id, document_id, tf, document_tokens)
-SELECT c.organization_id, u.lexeme, c.id, c.document_id, coalesce(array_length(u.positions, 1), 1), d.token_count
-FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id, unnest(c.tsv) u
-WHERE c.document_id = :document_id
+SELECT c.organization_id, u.lexeme, c.id, c.document_id, t.tf, d.token_count
+FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id, unnest(c.tsv) u,
+     LATERAL (SELECT count(*)::int AS tf FROM unnest(u.weights) w WHERE w <> 'A' OR {HEADING_COUNTS}) t
+WHERE c.document_id = :document_id AND t.tf > 0
 """)
 
 

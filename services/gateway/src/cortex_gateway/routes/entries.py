@@ -1,4 +1,5 @@
-"""`/api/memory/entries` and `/api/memory/recall`: agents remember and recall through Cortex."""
+"""`/api/memory/entries`, `/api/memory/recall` and `/api/memory/agent-memories`: agents remember and recall
+through Cortex; people browse the agent memory kept in external backends."""
 
 import asyncio
 import hashlib
@@ -17,6 +18,8 @@ from cortex_contracts.memory import (
     MAX_ENTRY_CHARS,
     MAX_RECALL_LIMIT,
     TYPE_ENTRY_REMEMBERED,
+    AgentMemories,
+    AgentMemoriesRequest,
     EntryFound,
     EntryLookup,
     EntryRemembered,
@@ -25,7 +28,7 @@ from cortex_contracts.memory import (
     Recalled,
     RecallRequest,
 )
-from cortex_contracts.rpc import EntryReply, RecallReply
+from cortex_contracts.rpc import AgentMemoriesReply, EntryReply, RecallReply
 from cortex_gateway.aggregator_client import ask_aggregator
 from cortex_gateway.auth import Caller, CallerDep, ResourcesDep
 from cortex_gateway.problems import Problem
@@ -146,6 +149,12 @@ async def remember(
     response_model_by_alias=True,
     response_model_exclude_none=True,
     summary="Recall memories by relevance and salience",
+    description=(
+        "`items` are Cortex's own entries. `external` are matches from external agent-memory backends "
+        "(e.g. mem0): untrusted content, labelled with its `source` and also given `fenced`. `sources` says "
+        "for each backend whether it answered; one that is down, slow or failing leaves `external` without "
+        "its matches and the response is still 200."
+    ),
     responses=ERRORS,
 )
 async def recall(
@@ -170,4 +179,34 @@ async def recall(
         agent_id=agent_id,
     )
     result: Recalled = await ask_aggregator(res, subjects.RPC_AGGREGATOR_RECALL, request, RecallReply)
+    return result
+
+
+@router.get(
+    "/agent-memories",
+    response_model=AgentMemories,
+    response_model_by_alias=True,
+    response_model_exclude_none=True,
+    summary="Browse the agent memory kept in external backends",
+    description=(
+        "Lists the memories each external agent-memory backend (e.g. mem0) holds for this organization, "
+        "narrowed to a Work and/or an agent. Untrusted content, labelled with its `source`. Best effort: "
+        "a backend that is down, slow or cannot list contributes nothing, `sources` says why, and the "
+        "response is still 200."
+    ),
+    responses=ERRORS,
+)
+async def agent_memories(
+    caller: CallerDep,
+    res: ResourcesDep,
+    limit: Annotated[int, Query(ge=1, le=MAX_RECALL_LIMIT)] = 50,
+    work_id: Annotated[uuid.UUID | None, Query(alias="workId")] = None,
+    agent_id: Annotated[str | None, Query(alias="agentId", max_length=200, pattern=NO_NUL)] = None,
+) -> AgentMemories:
+    request = AgentMemoriesRequest(
+        organization_id=caller.organization_id, work_id=work_id, agent_id=agent_id, limit=limit
+    )
+    result: AgentMemories = await ask_aggregator(
+        res, subjects.RPC_AGGREGATOR_AGENT_MEMORIES, request, AgentMemoriesReply
+    )
     return result

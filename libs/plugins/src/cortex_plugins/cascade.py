@@ -1,0 +1,78 @@
+"""The selection cascade, as a pure function: environment pin → organization's choice → default → first loaded.
+
+What happens when a rung names something unusable (not installed, or failed to load):
+- the environment pin is an operator's explicit order, so it is never silently replaced: nothing is
+  selected and the selection says why (the service refuses to start that category; the listing shows it);
+- the organization's choice and the default fall through to the next rung, with a note saying what was
+  passed over and why — an uninstalled or broken plugin must not stop an organization's service.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from cortex_contracts.plugins import SelectionReason
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A plugin as the cascade sees it: its name, and whether it loaded (with the error if not)."""
+
+    name: str
+    loaded: bool = True
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Selection:
+    name: str | None  # None: nothing usable, see `notes`
+    reason: SelectionReason
+    notes: tuple[str, ...] = ()
+
+    @property
+    def detail(self) -> str | None:
+        return "; ".join(self.notes) or None
+
+
+def _unusable(candidates: dict[str, Candidate], name: str) -> str | None:
+    """Why `name` cannot be used, or None if it can."""
+    found = candidates.get(name)
+    if found is None:
+        installed = ", ".join(sorted(candidates)) or "none"
+        return f"{name!r} is not installed (installed: {installed})"
+    if not found.loaded:
+        return f"{name!r} failed to load: {found.error}"
+    return None
+
+
+def select(
+    category: str,
+    candidates: Sequence[Candidate],
+    *,
+    pin: str | None = None,
+    pin_source: str = "the environment pin",
+    org_choice: str | None = None,
+    default: str | None = None,
+) -> Selection:
+    """Which plugin of `category` to use. `candidates` in any order; "first" means first by name."""
+    by_name = {c.name: c for c in candidates}
+    if pin:
+        problem = _unusable(by_name, pin)
+        if problem:
+            return Selection(None, SelectionReason.NONE, (f"{pin_source} names {category} plugin {problem}",))
+        return Selection(pin, SelectionReason.ENV)
+    notes: list[str] = []
+    for name, reason, label in (
+        (org_choice, SelectionReason.ORG, "the organization's choice"),
+        (default, SelectionReason.DEFAULT, "the default"),
+    ):
+        if not name:
+            continue
+        problem = _unusable(by_name, name)
+        if problem is None:
+            return Selection(name, reason, tuple(notes))
+        notes.append(f"{label} {problem}")
+    first = next((c.name for c in sorted(candidates, key=lambda c: c.name) if c.loaded), None)
+    if first is not None:
+        return Selection(first, SelectionReason.FIRST, tuple(notes))
+    notes.append(f"no {category} plugin loaded" if candidates else f"no {category} plugin is installed")
+    return Selection(None, SelectionReason.NONE, tuple(notes))

@@ -1,0 +1,47 @@
+"""The plugin categories, each an entry-point group `cortex.<category>`, and each one's built-in default.
+
+Defaults are named here, in one table, rather than claimed by the plugins: installing a package never
+changes what an organization gets; an environment pin or the organization's choice does.
+"""
+
+from dataclasses import dataclass
+
+from cortex_plugins.errors import PluginChoiceError
+
+ENV_PREFIX = "CORTEX_PLUGIN_"
+
+
+@dataclass(frozen=True)
+class Category:
+    name: str
+    default: str | None  # the built-in default's entry-point name
+    selectable: bool = True  # False: every loaded plugin is used (extractors, each for its media types)
+
+    @property
+    def group(self) -> str:
+        return f"cortex.{self.name}"
+
+
+CATEGORIES: tuple[Category, ...] = (
+    Category("extractor", default=None, selectable=False),
+    Category("chunker", default="heading-paragraph"),
+    Category("embedder", default="local"),
+    Category("vector_store", default="pgvector"),
+    Category("reranker", default="none"),
+    Category("rag", default="hybrid"),
+    Category("memory", default="postgres"),
+    Category("summarizer", default="extractive"),
+)
+_BY_NAME = {c.name: c for c in CATEGORIES}
+
+
+def category(name: str) -> Category:
+    found = _BY_NAME.get(name)
+    if found is None:
+        raise PluginChoiceError(f"unknown plugin category {name!r}; categories: {', '.join(_BY_NAME)}")
+    return found
+
+
+def env_var(category_name: str) -> str:
+    """The environment pin of a category, e.g. CORTEX_PLUGIN_VECTOR_STORE."""
+    return ENV_PREFIX + category_name.upper()

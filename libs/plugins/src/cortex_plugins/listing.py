@@ -1,0 +1,64 @@
+"""The listing of every category: plugins, load errors, health, and the active choice and why."""
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Mapping
+
+from cortex_contracts.plugins import CategoryStatus, HealthStatus, PluginStatus, PluginsView, SelectionReason
+from cortex_plugins.categories import Category
+from cortex_plugins.loading import LoadedPlugin
+from cortex_plugins.registry import PluginRegistry
+
+log = logging.getLogger(__name__)
+
+HEALTH_TIMEOUT_SECONDS = 2.0
+
+
+async def check_health(plugin: object, timeout: float = HEALTH_TIMEOUT_SECONDS) -> str | None:
+    """None when healthy (or the plugin reports no health), else the reason."""
+    health = getattr(plugin, "health", None)
+    if health is None:
+        return None
+    try:
+        result = health()
+        reason = await asyncio.wait_for(result, timeout) if inspect.isawaitable(result) else result
+    except TimeoutError:
+        return f"health check timed out after {timeout:g} s"
+    except Exception as exc:
+        log.warning("health check of %r failed", getattr(plugin, "name", plugin), exc_info=True)
+        return f"health check failed: {type(exc).__name__}: {exc}"
+    return None if reason is None else str(reason)
+
+
+async def _status(loaded: LoadedPlugin, default: str | None, timeout: float) -> PluginStatus:
+    common = {"name": loaded.name, "target": loaded.target, "default": loaded.name == default}
+    if not loaded.loaded:
+        return PluginStatus(**common, loaded=False, error=loaded.error, health=HealthStatus.NOT_LOADED)
+    reason = await check_health(loaded.plugin, timeout)
+    health = HealthStatus.OK if reason is None else HealthStatus.UNHEALTHY
+    return PluginStatus(**common, loaded=True, health=health, health_detail=reason)
+
+
+async def _category(registry: PluginRegistry, each: Category, org_choice: str | None, timeout: float) -> CategoryStatus:
+    plugins = registry.plugins(each.name)
+    statuses = list(await asyncio.gather(*(_status(p, each.default, timeout) for p in plugins)))
+    pin = registry.pin(each.name)
+    common = {"category": each.name, "group": each.group, "env_pin": pin, "org_choice": org_choice}
+    if not each.selectable:
+        used = sum(p.loaded for p in plugins)
+        detail = f"every loaded {each.name} is used for its media types ({used} of {len(plugins)} loaded)"
+        return CategoryStatus(**common, reason=SelectionReason.MEDIA_TYPE, detail=detail, plugins=statuses)
+    chosen = registry.selection(each.name, org_choice)
+    return CategoryStatus(**common, active=chosen.name, reason=chosen.reason, detail=chosen.detail, plugins=statuses)
+
+
+async def plugins_view(
+    registry: PluginRegistry, org_choices: Mapping[str, str], *, timeout: float = HEALTH_TIMEOUT_SECONDS
+) -> PluginsView:
+    """Every category for one organization. Loads what is not loaded yet in a worker thread."""
+    await asyncio.to_thread(registry.load_all)
+    categories = await asyncio.gather(
+        *(_category(registry, each, org_choices.get(each.name), timeout) for each in registry.categories)
+    )
+    return PluginsView(categories=list(categories))

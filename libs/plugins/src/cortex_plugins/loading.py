@@ -1,0 +1,52 @@
+"""Load one entry point into a plugin, capturing whatever goes wrong instead of raising it."""
+
+import inspect
+import logging
+from dataclasses import dataclass
+
+from cortex_plugins.discovery import EntryPointLike
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LoadedPlugin:
+    category: str
+    name: str
+    target: str  # the entry point's `module:object`
+    plugin: object | None  # None when it failed to load
+    error: str | None = None
+
+    @property
+    def loaded(self) -> bool:
+        return self.error is None
+
+
+def _is_factory(obj: object) -> bool:
+    """A function or class is called to make the plugin; anything else is the plugin itself."""
+    return inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isclass(obj)
+
+
+def load_plugin(category: str, entry: EntryPointLike) -> LoadedPlugin:
+    """Import the entry point and call its factory. An import error or a raising factory is reported."""
+    try:
+        obj = entry.load()
+    except Exception as exc:
+        log.warning("%s plugin %r (%s) failed to import", category, entry.name, entry.value, exc_info=True)
+        return LoadedPlugin(category, entry.name, entry.value, None, f"import failed: {type(exc).__name__}: {exc}")
+    if _is_factory(obj):
+        try:
+            obj = obj()
+        except Exception as exc:
+            log.warning("%s plugin %r: %s() raised", category, entry.name, entry.value, exc_info=True)
+            return LoadedPlugin(
+                category, entry.name, entry.value, None, f"{entry.value}() failed: {type(exc).__name__}: {exc}"
+            )
+    return LoadedPlugin(category, entry.name, entry.value, obj)
+
+
+def duplicate(category: str, entry: EntryPointLike, kept: LoadedPlugin) -> LoadedPlugin:
+    """A second entry point under a name already taken: listed, never loaded."""
+    return LoadedPlugin(
+        category, entry.name, entry.value, None, f"the name {entry.name!r} is already registered by {kept.target}"
+    )

@@ -1,0 +1,127 @@
+"""`PluginRegistry`: what a service builds in its composition root. Discovery and loading are lazy.
+
+Nothing happens at construction. A category's entry points are found and loaded on first use (import
+and factory call, which may block: call `load_all` off the event loop), then kept for the process.
+"""
+
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+
+from cortex_plugins import discovery
+from cortex_plugins.cascade import Candidate, Selection, select
+from cortex_plugins.categories import CATEGORIES, Category, category, env_var
+from cortex_plugins.discovery import EntryPointLike
+from cortex_plugins.errors import PluginChoiceError, PluginUnavailable
+from cortex_plugins.loading import LoadedPlugin, duplicate, load_plugin
+from cortex_plugins.settings import PluginSettings
+
+log = logging.getLogger(__name__)
+
+Finder = Callable[[str], Sequence[EntryPointLike]]
+
+
+class PluginRegistry:
+    def __init__(self, *, pins: Mapping[str, str] | None = None, find: Finder | None = None) -> None:
+        """`pins`: category → plugin name, the environment's pins (`from_environment` reads them)."""
+        self._pins = dict(pins or {})
+        self._find = find
+        self._loaded: dict[str, tuple[LoadedPlugin, ...]] = {}
+        self._lock = threading.Lock()
+        self._sessions: object | None = None
+
+    @classmethod
+    def from_environment(cls) -> "PluginRegistry":
+        """The registry a service builds at start-up: pins from CORTEX_PLUGIN_<CATEGORY>, real entry points."""
+        return cls(pins=PluginSettings().pins())
+
+    @property
+    def categories(self) -> tuple[Category, ...]:
+        return CATEGORIES
+
+    def plugins(self, category_name: str) -> tuple[LoadedPlugin, ...]:
+        """Every installed plugin of the category, loaded (or with its load error), by name."""
+        group = category(category_name).group
+        with self._lock:
+            if category_name not in self._loaded:
+                self._loaded[category_name] = self._load(category_name, group)
+            return self._loaded[category_name]
+
+    def use_database(self, sessions: object) -> None:
+        """Hand the service's `async_sessionmaker` to every plugin that keeps its data in Cortex's own
+        PostgreSQL — by convention, one with a `bind(sessions)` method (pgvector) — loaded now or later."""
+        with self._lock:
+            self._sessions = sessions
+            for category_name, plugins in self._loaded.items():
+                self._loaded[category_name] = tuple(self._bind(p) for p in plugins)
+
+    def load_all(self) -> None:
+        for each in CATEGORIES:
+            self.plugins(each.name)
+
+    def pin(self, category_name: str) -> str | None:
+        return self._pins.get(category_name)
+
+    def selection(self, category_name: str, org_choice: str | None = None) -> Selection:
+        """The cascade for this category with what is installed here (not for non-selectable categories)."""
+        chosen = category(category_name)
+        candidates: dict[str, Candidate] = {}
+        for p in self.plugins(category_name):  # a duplicate name comes after the entry that holds it
+            candidates.setdefault(p.name, Candidate(p.name, p.loaded, p.error))
+        return select(
+            category_name,
+            list(candidates.values()),
+            pin=self.pin(category_name),
+            pin_source=env_var(category_name),
+            org_choice=org_choice,
+            default=chosen.default,
+        )
+
+    def active(self, category_name: str, org_choice: str | None = None) -> object:
+        """The plugin to use; raises `PluginUnavailable` with the reason when there is none."""
+        if not category(category_name).selectable:
+            raise PluginChoiceError(f"{category_name} plugins are not chosen: each is used for its media types")
+        chosen = self.selection(category_name, org_choice)
+        if chosen.name is None:
+            raise PluginUnavailable(f"no usable {category_name} plugin: {chosen.detail}")
+        plugin = next(p.plugin for p in self.plugins(category_name) if p.name == chosen.name and p.loaded)
+        assert plugin is not None
+        return plugin
+
+    def check_choice(self, category_name: str, plugin_name: str) -> None:
+        """Raise `PluginChoiceError` unless an organization may choose this plugin for this category."""
+        chosen = category(category_name)
+        if not chosen.selectable:
+            raise PluginChoiceError(
+                f"{category_name} plugins are not chosen: every loaded one is used for its media types"
+            )
+        plugins = self.plugins(category_name)
+        found = next((p for p in plugins if p.name == plugin_name), None)
+        if found is None:
+            installed = ", ".join(sorted({p.name for p in plugins})) or "none"
+            raise PluginChoiceError(f"no {category_name} plugin named {plugin_name!r}; installed: {installed}")
+        if not found.loaded:
+            raise PluginChoiceError(f"{category_name} plugin {plugin_name!r} failed to load: {found.error}")
+
+    def _load(self, category_name: str, group: str) -> tuple[LoadedPlugin, ...]:
+        find = self._find or discovery.find_entry_points
+        loaded: dict[str, LoadedPlugin] = {}
+        duplicates: list[LoadedPlugin] = []
+        for entry in find(group):
+            if entry.name in loaded:
+                duplicates.append(duplicate(category_name, entry, loaded[entry.name]))
+            else:
+                loaded[entry.name] = self._bind(load_plugin(category_name, entry))
+        return tuple(sorted([*loaded.values(), *duplicates], key=lambda p: p.name))
+
+    def _bind(self, loaded: LoadedPlugin) -> LoadedPlugin:
+        bind = getattr(loaded.plugin, "bind", None)
+        if self._sessions is None or bind is None:
+            return loaded
+        try:
+            bind(self._sessions)
+        except Exception as exc:
+            log.warning("%s plugin %r: bind(sessions) raised", loaded.category, loaded.name, exc_info=True)
+            return replace(loaded, plugin=None, error=f"bind(sessions) failed: {type(exc).__name__}: {exc}")
+        return loaded

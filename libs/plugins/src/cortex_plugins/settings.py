@@ -1,0 +1,23 @@
+"""The environment pins, `CORTEX_PLUGIN_<CATEGORY>=name`: read once, by the composition root."""
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PIN = "Pins the category to this plugin for every organization (overrides `cortex plugins use`)."
+
+
+class PluginSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CORTEX_PLUGIN_", env_file=".env", extra="ignore")
+
+    extractor: str | None = Field(default=None, description="Ignored: every extractor is used for its media types.")
+    chunker: str | None = Field(default=None, description=PIN)
+    embedder: str | None = Field(default=None, description=PIN)
+    vector_store: str | None = Field(default=None, description=PIN)
+    reranker: str | None = Field(default=None, description=PIN)
+    rag: str | None = Field(default=None, description=PIN)
+    memory: str | None = Field(default=None, description=PIN)
+    summarizer: str | None = Field(default=None, description=PIN)
+
+    def pins(self) -> dict[str, str]:
+        """Category → pinned plugin name, for the categories that are pinned."""
+        return {category: name.strip() for category, name in self.model_dump().items() if name and name.strip()}

@@ -1,0 +1,244 @@
+"""The registry: lazy discovery, loading with error capture, the cascade over what loaded, choice checks."""
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from cortex_contracts.plugins import HealthStatus, SelectionReason
+from cortex_plugins import PluginChoiceError, PluginRegistry, PluginUnavailable
+from cortex_plugins.discovery import EntryPointLike
+from cortex_plugins.listing import check_health, plugins_view
+from cortex_plugins.settings import PluginSettings
+
+
+@dataclass
+class FakeEntryPoint:
+    name: str
+    value: str
+    target: Any
+
+    def load(self) -> Any:
+        if isinstance(self.target, BaseException):
+            raise self.target
+        return self.target
+
+
+class Store:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def pgvector_factory() -> Store:
+    return Store("pgvector")
+
+
+def raising_factory() -> Store:
+    raise ValueError("CORTEX_QDRANT_URL is not a URL")
+
+
+class Instance:  # registered as the object itself, the way the extractors register theirs
+    name = "instance"
+
+    def __call__(self) -> None:
+        raise AssertionError("an instance is the plugin; it is never called as a factory")
+
+
+GROUPS: dict[str, list[FakeEntryPoint]] = {
+    "cortex.vector_store": [
+        FakeEntryPoint("qdrant", "fake_qdrant:create", raising_factory),
+        FakeEntryPoint("pgvector", "fake_pgvector:create", pgvector_factory),
+        FakeEntryPoint("missing", "not_installed:create", ModuleNotFoundError("No module named 'not_installed'")),
+        FakeEntryPoint("instance", "fake_instance:plugin", Instance()),
+        FakeEntryPoint("pgvector", "another_pgvector:create", pgvector_factory),
+    ],
+}
+
+
+class Finder:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def __call__(self, group: str) -> Sequence[EntryPointLike]:
+        self.asked.append(group)
+        return GROUPS.get(group, [])
+
+
+def test_nothing_is_discovered_until_used_then_each_group_once() -> None:
+    finder = Finder()
+    registry = PluginRegistry(find=finder, pins={})
+    assert finder.asked == []
+    registry.plugins("vector_store")
+    registry.plugins("vector_store")
+    assert finder.asked == ["cortex.vector_store"]
+
+
+def test_load_errors_are_captured_and_the_others_load() -> None:
+    plugins = {(p.name, p.target): p for p in PluginRegistry(find=Finder(), pins={}).plugins("vector_store")}
+    assert plugins["qdrant", "fake_qdrant:create"].error == (
+        "fake_qdrant:create() failed: ValueError: CORTEX_QDRANT_URL is not a URL"
+    )
+    assert plugins["missing", "not_installed:create"].error == (
+        "import failed: ModuleNotFoundError: No module named 'not_installed'"
+    )
+    loaded = plugins["pgvector", "fake_pgvector:create"]
+    assert loaded.loaded
+    assert isinstance(loaded.plugin, Store)
+    assert isinstance(plugins["instance", "fake_instance:plugin"].plugin, Instance)
+    assert plugins["pgvector", "another_pgvector:create"].error == (
+        "the name 'pgvector' is already registered by fake_pgvector:create"
+    )
+
+
+def test_the_default_is_used_and_a_duplicate_name_does_not_shadow_it() -> None:
+    registry = PluginRegistry(find=Finder(), pins={})
+    selection = registry.selection("vector_store")
+    assert (selection.name, selection.reason) == ("pgvector", SelectionReason.DEFAULT)
+    active = registry.active("vector_store")
+    assert isinstance(active, Store)
+    assert active.name == "pgvector"
+
+
+def test_the_pin_beats_the_org_choice() -> None:
+    registry = PluginRegistry(find=Finder(), pins={"vector_store": "instance"})
+    assert registry.selection("vector_store", org_choice="pgvector").reason is SelectionReason.ENV
+    assert isinstance(registry.active("vector_store", org_choice="pgvector"), Instance)
+
+
+def test_a_pin_to_a_broken_plugin_makes_the_category_unavailable_with_the_reason() -> None:
+    registry = PluginRegistry(find=Finder(), pins={"vector_store": "qdrant"})
+    with pytest.raises(PluginUnavailable, match=r"CORTEX_PLUGIN_VECTOR_STORE names vector_store plugin 'qdrant'"):
+        registry.active("vector_store")
+
+
+def test_check_choice_refuses_unknown_categories_and_plugins_with_what_exists() -> None:
+    registry = PluginRegistry(find=Finder(), pins={})
+    registry.check_choice("vector_store", "pgvector")
+    with pytest.raises(PluginChoiceError, match=r"unknown plugin category 'vectorstore'; categories: extractor, "):
+        registry.check_choice("vectorstore", "pgvector")
+    with pytest.raises(PluginChoiceError, match=r"no vector_store plugin named 'pg'; installed: instance, missing"):
+        registry.check_choice("vector_store", "pg")
+    with pytest.raises(PluginChoiceError, match=r"'qdrant' failed to load: .*CORTEX_QDRANT_URL"):
+        registry.check_choice("vector_store", "qdrant")
+    with pytest.raises(PluginChoiceError, match=r"extractor plugins are not chosen"):
+        registry.check_choice("extractor", "markdown")
+
+
+class Healthy:
+    name = "healthy"
+
+    async def health(self) -> str | None:
+        return None
+
+
+class Down:
+    name = "down"
+
+    async def health(self) -> str | None:
+        return "connection refused"
+
+
+class Slow:
+    name = "slow"
+
+    async def health(self) -> str | None:
+        await asyncio.sleep(10)
+        return None
+
+
+class Crashing:
+    name = "crashing"
+
+    async def health(self) -> str | None:
+        raise RuntimeError("boom")
+
+
+async def test_health_is_none_when_healthy_or_unreported_else_the_reason() -> None:
+    assert await check_health(Healthy()) is None
+    assert await check_health(Store("no health method")) is None
+    assert await check_health(Down()) == "connection refused"
+    assert await check_health(Slow(), timeout=0.05) == "health check timed out after 0.05 s"
+    assert await check_health(Crashing()) == "health check failed: RuntimeError: boom"
+
+
+async def test_the_view_lists_every_category_with_load_errors_health_and_the_choice() -> None:
+    groups: dict[str, list[FakeEntryPoint]] = {
+        **GROUPS,
+        "cortex.reranker": [FakeEntryPoint("none", "r:create", Healthy), FakeEntryPoint("down", "d:create", Down)],
+        "cortex.extractor": [FakeEntryPoint("csv", "csv:extractor", Instance())],
+    }
+    registry = PluginRegistry(find=lambda group: groups.get(group, []), pins={})
+    view = await plugins_view(registry, {"reranker": "down"})
+    by_category = {c.category: c for c in view.categories}
+    assert list(by_category) == [
+        "extractor",
+        "chunker",
+        "embedder",
+        "vector_store",
+        "reranker",
+        "rag",
+        "memory",
+        "summarizer",
+    ]
+    reranker = by_category["reranker"]
+    assert (reranker.active, reranker.reason, reranker.org_choice) == ("down", SelectionReason.ORG, "down")
+    health = {p.name: (p.default, p.health, p.health_detail) for p in reranker.plugins}
+    assert health == {
+        "none": (True, HealthStatus.OK, None),
+        "down": (False, HealthStatus.UNHEALTHY, "connection refused"),
+    }
+    stores = by_category["vector_store"]
+    assert (stores.active, stores.reason) == ("pgvector", SelectionReason.DEFAULT)
+    qdrant = next(p for p in stores.plugins if p.name == "qdrant")
+    assert (qdrant.loaded, qdrant.health) == (False, HealthStatus.NOT_LOADED)
+    assert qdrant.error is not None
+    assert "CORTEX_QDRANT_URL" in qdrant.error
+    extractor = by_category["extractor"]
+    assert (extractor.active, extractor.reason) == (None, SelectionReason.MEDIA_TYPE)
+    chunker = by_category["chunker"]
+    assert (chunker.active, chunker.reason, chunker.detail) == (
+        None,
+        SelectionReason.NONE,
+        "the default 'heading-paragraph' is not installed (installed: none); no chunker plugin is installed",
+    )
+
+
+def test_pins_come_from_cortex_plugin_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CORTEX_PLUGIN_VECTOR_STORE", " instance ")
+    monkeypatch.setenv("CORTEX_PLUGIN_RERANKER", "")
+    assert PluginSettings().pins() == {"vector_store": "instance"}
+    registry = PluginRegistry.from_environment()
+    assert registry.pin("vector_store") == "instance"
+    assert registry.pin("reranker") is None
+
+
+class KeepsDataInPostgres:
+    name = "in-postgres"
+
+    def __init__(self) -> None:
+        self.sessions: object | None = None
+
+    def bind(self, sessions: object) -> None:
+        if sessions == "refused":
+            raise ConnectionError("no database")
+        self.sessions = sessions
+
+
+def test_the_database_is_handed_to_plugins_that_bind_it_before_or_after_they_load() -> None:
+    groups = {"cortex.vector_store": [FakeEntryPoint("in-postgres", "p:create", KeepsDataInPostgres)]}
+    early = PluginRegistry(pins={}, find=lambda group: groups.get(group, []))
+    early.use_database("sessions")
+    late = PluginRegistry(pins={}, find=lambda group: groups.get(group, []))
+    late.plugins("vector_store")
+    late.use_database("sessions")
+    for registry in (early, late):
+        store = registry.active("vector_store")
+        assert isinstance(store, KeepsDataInPostgres)
+        assert store.sessions == "sessions"
+
+    refused = PluginRegistry(pins={}, find=lambda group: groups.get(group, []))
+    refused.use_database("refused")
+    (loaded,) = refused.plugins("vector_store")
+    assert loaded.error == "bind(sessions) failed: ConnectionError: no database"

@@ -1,0 +1,101 @@
+"""Query embedding that never compares vectors of two models, and never fails a search.
+
+The index records the model and dimension its embeddings were made with (`embedding_space`). The dense
+legs run only while the query embedder's model is that one (re-read every few seconds, so a re-embed
+after a model change is noticed); otherwise, and for a while after the query embedder fails, search and
+recall run lexical-only. During a re-embed the dense leg covers what is already re-embedded: chunks
+still waiting have no embedding, and the dense leg only reads embedded chunks.
+"""
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TypeVar
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from cortex_embedding.batcher import BatchingEmbedder
+from cortex_embedding.embedder import model_name
+from cortex_embedding.errors import EmbeddingError
+
+log = logging.getLogger(__name__)
+
+ACTIVE_SPACE = text("SELECT model, dimension FROM embedding_space WHERE active")
+
+Context = TypeVar("Context")
+Request = TypeVar("Request")
+Reply = TypeVar("Reply")
+
+
+class SpaceMismatch(EmbeddingError):
+    """The query vector is not in the index's embedding space."""
+
+
+@dataclass(frozen=True)
+class Recorded:
+    model: str
+    dimension: int
+
+
+class QueryEmbedding:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        embedder: BatchingEmbedder,
+        refresh_seconds: float = 5.0,
+    ) -> None:
+        self._sessions = sessions
+        self._embedder = embedder
+        self.model = model_name(embedder.embedder)
+        self._refresh_seconds = refresh_seconds
+        self._recorded: Recorded | None = None
+        self._read_at = float("-inf")
+        self._failed_at = float("-inf")
+
+    async def recorded(self) -> Recorded | None:
+        now = time.monotonic()
+        if now - self._read_at >= self._refresh_seconds:
+            async with self._sessions() as session:
+                row = (await session.execute(ACTIVE_SPACE)).first()
+            self._recorded = Recorded(row.model, row.dimension) if row else None
+            self._read_at = now
+        return self._recorded
+
+    async def usable(self) -> bool:
+        """The query model is the index's, and the query embedder has not just failed."""
+        if time.monotonic() - self._failed_at < self._refresh_seconds:
+            return False
+        recorded = await self.recorded()
+        return recorded is not None and recorded.model == self.model
+
+    async def embed(self, q: str) -> list[float]:
+        try:
+            vector = (await self._embedder.embed([q]))[0]
+        except EmbeddingError:
+            self._failed_at = time.monotonic()
+            raise
+        recorded = await self.recorded()
+        if recorded is None or len(vector) != recorded.dimension:
+            raise SpaceMismatch(f"a query vector of length {len(vector)}, the index holds {recorded}")
+        return vector
+
+    def guard(
+        self,
+        handle: Callable[[Context, Request], Awaitable[Reply]],
+        dense: Context,
+        lexical: Context,
+    ) -> Callable[[Request], Awaitable[Reply]]:
+        """`handle` with the dense-capable context when the query model fits the index, else lexical-only."""
+
+        async def guarded(request: Request) -> Reply:
+            if not await self.usable():
+                return await handle(lexical, request)
+            try:
+                return await handle(dense, request)
+            except EmbeddingError as exc:
+                log.warning("query embedding failed, answering lexical-only: %s", exc)
+                return await handle(lexical, request)
+
+        return guarded

@@ -1,0 +1,162 @@
+"""Embed what was stored without embeddings: passages indexed while the embedder was down, and
+everything after a change of embedding model (see `embedding_space`).
+
+A periodic pass on every copy of the indexer (they do not collide: each write only fills embeddings
+still missing). A pass first makes sure the index is in this copy's embedding space, then visits each
+organization under its own row-level-security binding (the organizations table is readable to the
+services' role; everything else is read bound to one organization) and embeds at most one bounded
+batch of passages and one of memory entries there — asking the embedder whether it is healthy once
+the pass finds work, and stopping the pass while it is not. When
+any organization had a full batch, the next pass starts at once, so a large backlog is worked through
+round-robin without starving small organizations.
+"""
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Row, TextClause, text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from cortex_contracts.vector_store import VectorStore
+from cortex_embedding.batcher import BatchingEmbedder
+from cortex_embedding.errors import EmbedderUnavailable, EmbeddingError
+from cortex_indexer import embedding_space
+from cortex_indexer.chunking import Chunk
+from cortex_indexer.embedding_space import EmbeddingSpace
+from cortex_indexer.vector_mirror import mirror_document
+from cortex_store.tenancy import org_transaction
+
+log = logging.getLogger(__name__)
+
+ORGANIZATIONS = text("SELECT id FROM organizations ORDER BY id")
+PENDING_CHUNKS = text("""
+SELECT c.id, c.document_id, c.heading, c.text, c.content_hash FROM kb_chunks c
+WHERE c.organization_id = :org AND c.embedding IS NULL ORDER BY c.id LIMIT :n
+""")
+# Documents first, in id order, as the indexer locks a document before its chunks: no deadlock.
+LOCK_DOCUMENTS = text("SELECT id FROM kb_documents WHERE id = ANY(:ids) ORDER BY id FOR UPDATE")
+FILL_CHUNKS = text("""
+UPDATE kb_chunks c SET embedding = CAST(u.vector AS vector)
+FROM unnest(CAST(:ids AS bigint[]), CAST(:hashes AS text[]), CAST(:vectors AS text[])) AS u(id, hash, vector)
+WHERE c.id = u.id AND c.content_hash = u.hash AND c.embedding IS NULL
+""")
+MARK_EMBEDDED = text("""
+UPDATE kb_documents d SET embedded = true
+WHERE d.id = ANY(:ids) AND NOT d.embedded AND d.deleted_at IS NULL
+  AND NOT EXISTS (SELECT 1 FROM kb_chunks c WHERE c.document_id = d.id AND c.embedding IS NULL)
+""")
+PENDING_ENTRIES = text("""
+SELECT m.id, coalesce(m.embedding_input, m.content) AS input FROM memory_entry m
+WHERE m.organization_id = :org AND m.embedding IS NULL ORDER BY m.id LIMIT :n
+""")
+FILL_ENTRIES = text("""
+UPDATE memory_entry m SET embedding = CAST(u.vector AS vector)
+FROM unnest(CAST(:ids AS uuid[]), CAST(:vectors AS text[])) AS u(id, vector)
+WHERE m.id = u.id AND m.embedding IS NULL
+""")
+
+
+def vector_literal(values: Sequence[float]) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in values) + "]"
+
+
+@dataclass
+class Backfill:
+    sessions: async_sessionmaker[AsyncSession]
+    embedder: BatchingEmbedder
+    space: EmbeddingSpace
+    batch: int = 64
+    interval_seconds: float = 10.0
+    vectors: VectorStore | None = None  # a store of its own (Qdrant): filled documents are mirrored there
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Pass after pass until `stop`; a failing pass is logged and the next one tries again."""
+        while not stop.is_set():
+            more = False
+            try:
+                more = await self.run_pass()
+            except EmbeddingError as exc:
+                log.warning("embedding backfill paused: %s", exc)
+            except Exception:
+                log.exception("embedding backfill pass failed")
+            if not more:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self.interval_seconds)
+
+    async def run_pass(self) -> bool:
+        """One round over the organizations. True when some organization has more waiting."""
+        if not self.space.adopted and not await embedding_space.adopt(self.sessions, self.embedder, self.space):
+            return False
+        if self.space.superseded:
+            return False
+        async with self.sessions() as session:
+            organizations = list((await session.scalars(ORGANIZATIONS)).all())
+        more = False
+        checked = False  # the endpoint is asked whether it is healthy once a pass finds work, not before
+        for organization_id in organizations:
+            chunks = await self._pending(PENDING_CHUNKS, organization_id)
+            entries = await self._pending(PENDING_ENTRIES, organization_id)
+            if not chunks and not entries:
+                continue
+            if not checked:
+                reason = await self._unhealthy()
+                if reason is not None:
+                    log.info("embedder %s unhealthy (%s): backfill waits", self.space.model, reason)
+                    return False
+                checked = True
+            try:
+                done = await self._fill_chunks(organization_id, chunks) if chunks else 0
+                done_entries = await self._fill_entries(organization_id, entries) if entries else 0
+            except EmbedderUnavailable:
+                raise  # down again: the whole pass waits
+            except EmbeddingError as exc:  # this organization's texts were refused: the others go on
+                log.warning("embedding backfill skipped organization %s: %s", organization_id, exc)
+                continue
+            more = more or self.batch in (done, done_entries)
+        return more
+
+    async def _unhealthy(self) -> str | None:
+        health = getattr(self.embedder.embedder, "health", None)
+        if health is None:
+            return None
+        reason: str | None = await health()
+        return reason
+
+    async def _pending(self, query: TextClause, organization_id: uuid.UUID) -> list[Row[Any]]:
+        async with org_transaction(self.sessions, organization_id) as session:
+            return list(await session.execute(query, {"org": organization_id, "n": self.batch}))
+
+    async def _fill_chunks(self, organization_id: uuid.UUID, rows: list[Row[Any]]) -> int:
+        vectors = await self.embedder.embed([Chunk(0, row.heading, row.text).embedding_input() for row in rows])
+        documents = sorted({row.document_id for row in rows})
+        async with org_transaction(self.sessions, organization_id) as session:
+            if not await embedding_space.holds(session, self.space):
+                return 0
+            await session.execute(LOCK_DOCUMENTS, {"ids": documents})
+            params: dict[str, Any] = {
+                "ids": [row.id for row in rows],
+                "hashes": [row.content_hash for row in rows],
+                "vectors": [vector_literal(v) for v in vectors],
+            }
+            await session.execute(FILL_CHUNKS, params)
+            await session.execute(MARK_EMBEDDED, {"ids": documents})
+            if self.vectors is not None:
+                for document_id in documents:
+                    await mirror_document(session, self.vectors, document_id)
+        log.info("backfilled %d passage embeddings in organization %s", len(rows), organization_id)
+        return len(rows)
+
+    async def _fill_entries(self, organization_id: uuid.UUID, rows: list[Row[Any]]) -> int:
+        vectors = await self.embedder.embed([row.input for row in rows])
+        async with org_transaction(self.sessions, organization_id) as session:
+            if not await embedding_space.holds(session, self.space):
+                return 0
+            params = {"ids": [row.id for row in rows], "vectors": [vector_literal(v) for v in vectors]}
+            await session.execute(FILL_ENTRIES, params)
+        log.info("backfilled %d memory entry embeddings in organization %s", len(rows), organization_id)
+        return len(rows)

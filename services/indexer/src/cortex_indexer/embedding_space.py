@@ -1,0 +1,109 @@
+"""The embedding space the index is in (model and dimension), and the indexer's part in keeping to it.
+
+The index records one active space (table `embedding_space`, migration 0010). The indexer adopts its
+own at start-up: when its model or dimension differs from the recorded one, the database function
+`cortex_switch_embedding_space` records the new space and clears every stored embedding (altering the
+vector columns when the dimension changes), and the backfill re-embeds. A re-embed job, not a broken
+index: lexical search works throughout, and dense search covers what is re-embedded so far.
+
+Every write of embeddings first checks, in its own transaction, that the active space is the writer's
+(holding the switch's advisory lock shared, so a switch waits for the write and then clears it). A copy
+still running an old model therefore writes lexical-only passages, never vectors of another model.
+
+Why at start-up rather than a `cortex reembed` command: changing CORTEX_EMBEDDER_* and restarting the
+indexer is the whole procedure, and the advisory lock makes concurrent start-ups safe. The cost: an
+old-model copy that restarts would switch the index back, so roll a model change out to every copy.
+"""
+
+import asyncio
+import logging
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from cortex_embedding.batcher import BatchingEmbedder
+from cortex_embedding.embedder import model_name
+from cortex_embedding.errors import EmbeddingError
+
+log = logging.getLogger(__name__)
+
+SWITCH = text("SELECT cortex_switch_embedding_space(:model, :dimension)")
+SWITCH_LOCK_KEY = 0x63786573  # the switch function holds it exclusively (migration 0010)
+# Taken first in a writing transaction, shared: a switch waits for the write, a write during a switch
+# waits for it to commit. A statement of its own, so the next one reads after the wait.
+SHARE_SWITCH_LOCK = text(f"SELECT pg_advisory_xact_lock_shared({SWITCH_LOCK_KEY})")
+ACTIVE = text("SELECT model, dimension FROM embedding_space WHERE active")
+
+
+@dataclass
+class EmbeddingSpace:
+    """This copy's space: its model, its dimension once known, and whether the index is in it."""
+
+    model: str
+    dimension: int | None = None
+    adopted: bool = False  # the index was switched to (or already was in) this space at start-up
+    superseded: bool = False  # since then another copy switched it: this copy writes lexical-only
+
+    @property
+    def writable(self) -> bool:
+        """Worth embedding for: the index is in this space, as far as this copy knows."""
+        return self.adopted and not self.superseded
+
+    @classmethod
+    def of(cls, embedder: BatchingEmbedder) -> "EmbeddingSpace":
+        inner = embedder.embedder
+        # An endpoint's dimension may be unknown until it answers: read it without calling the endpoint.
+        known = getattr(inner, "known_dimension", None) if hasattr(inner, "known_dimension") else inner.dimension
+        return cls(model=model_name(inner), dimension=known if isinstance(known, int) else None)
+
+
+async def holds(session: AsyncSession, space: EmbeddingSpace) -> bool:
+    """True when `space` is the active one, so its embeddings may be written in this transaction.
+
+    Call it before the transaction touches documents or chunks: the lock it takes must come first.
+    When another copy has switched the index to another model, this copy stops embedding (it does not
+    switch back: that copy is the newer configuration) and says so once.
+    """
+    await session.execute(SHARE_SWITCH_LOCK)
+    row = (await session.execute(ACTIVE)).first()
+    if row is not None and row.model == space.model and row.dimension == space.dimension:
+        return True
+    if space.adopted and not space.superseded:
+        log.error(
+            "the index is now in embedding space %s (dimension %s), not %s: this copy indexes lexical-only "
+            "until it is restarted with that model",
+            row.model if row else None,
+            row.dimension if row else None,
+            space.model,
+        )
+        space.superseded = True
+    return False
+
+
+async def adopt(sessions: async_sessionmaker[AsyncSession], embedder: BatchingEmbedder, space: EmbeddingSpace) -> bool:
+    """Make the index's space this copy's. False when the dimension cannot be learnt yet (endpoint down)."""
+    if space.dimension is None:
+        inner = embedder.embedder
+        health = getattr(inner, "health", None)
+        reason = await health() if health is not None else None
+        if reason is not None:  # one quick probe, rather than a start-up held up by every retry
+            log.warning("cannot learn the embedding dimension of %s yet: %s", space.model, reason)
+            return False
+        try:
+            space.dimension = await asyncio.to_thread(lambda: inner.dimension)
+        except EmbeddingError as exc:
+            log.warning("cannot learn the embedding dimension of %s yet: %s", space.model, exc)
+            return False
+    async with sessions() as session, session.begin():
+        switched = bool(await session.scalar(SWITCH, {"model": space.model, "dimension": space.dimension}))
+    space.adopted = True
+    if switched:
+        log.warning(
+            "embedding model is now %s (dimension %d): stored embeddings were cleared and are being re-embedded",
+            space.model,
+            space.dimension,
+        )
+    else:
+        log.info("embedding with %s (dimension %d), as the index records", space.model, space.dimension)
+    return True

@@ -1,0 +1,74 @@
+"""GET /api/memory/recall ranks remembered entries by hybrid relevance within the named scope; salience
+breaks near-ties but does not outvote a clearly better match."""
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from cortex_store.database import async_url
+from tests.conftest import Org
+from tests.infrastructure import Infrastructure
+
+pytestmark = pytest.mark.e2e
+
+
+async def remember(org: Org, content: str, session: str) -> str:
+    body = {"content": content, "memorySessionId": session}
+    response = await org.member.post("/api/memory/entries", params={"wait": "true"}, json=body)
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+async def recall(org: Org, q: str, session: str) -> list[str]:
+    response = await org.member.get("/api/memory/recall", params={"q": q, "sessionId": session})
+    assert response.status_code == 200, response.text
+    return [item["content"] for item in response.json()["items"]]
+
+
+async def test_recall_is_scoped_to_the_session_and_ranks_the_rare_word_match_first(org: Org) -> None:
+    await remember(org, "Caroline: I went to the LGBTQ support group yesterday", "s1")
+    await remember(org, "Melanie: I went to the park with the kids yesterday", "s1")
+    await remember(org, "Caroline: the LGBTQ support group meets on Tuesdays", "s2")
+
+    found = await recall(org, "When did Caroline go to the LGBTQ support group?", "s1")
+
+    assert found[0] == "Caroline: I went to the LGBTQ support group yesterday"
+    assert "Caroline: the LGBTQ support group meets on Tuesdays" not in found  # another session
+
+
+async def test_salience_does_not_outvote_a_clearly_better_match(org: Org, migrated: Infrastructure) -> None:
+    await remember(org, "Billing runs on the PostgreSQL database in eu-west", "s")
+    weaker = await remember(org, "The office plants need water on Mondays; ask Sam about billing", "s")
+    engine = create_async_engine(async_url(migrated.database_url))
+    try:
+        async with engine.begin() as connection:  # the owner: salience is the promoter's to set
+            await connection.execute(
+                text("SELECT set_config('cortex.organization_id', :org, true)"), {"org": str(org.id)}
+            )
+            updated = await connection.execute(
+                text("UPDATE memory_entry SET salience = 1.0 WHERE id = :id"), {"id": weaker}
+            )
+            assert updated.rowcount == 1
+    finally:
+        await engine.dispose()
+
+    found = await recall(org, "which database does billing run on", "s")
+
+    assert found == [
+        "Billing runs on the PostgreSQL database in eu-west",
+        "The office plants need water on Mondays; ask Sam about billing",
+    ]
+
+
+async def test_stats_count_the_remembered_entries(org: Org) -> None:
+    await remember(org, "The deploy window is Tuesday 10:00 UTC", "s")
+    again = await org.member.post(
+        "/api/memory/entries", json={"content": "The deploy window is Tuesday 10:00 UTC", "memorySessionId": "s"}
+    )
+    assert again.json()["deduplicated"] is True
+    await remember(org, "Rollbacks need two approvals", "s")
+
+    response = await org.member.get("/api/memory/stats")
+
+    assert response.status_code == 200, response.text
+    assert response.json()["memoryEntries"] == 2

@@ -1,0 +1,340 @@
+"""An OpenAI-compatible embedder that is down, then back; and a change of embedding model.
+
+These run their own indexer and aggregator (on a database and NATS server of their own): the embedding
+space is one per database, and the session's services embed with the local model.
+"""
+
+import asyncio
+import contextlib
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from nats.aio.client import Client as NATS
+from nats.errors import NoRespondersError
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from cortex_aggregator.bootstrap import Aggregator
+from cortex_aggregator.settings import AggregatorSettings
+from cortex_cli.organizations import ensure_membership
+from cortex_contracts import subjects
+from cortex_contracts.envelope import new_envelope
+from cortex_contracts.memory import TYPE_ENTRY_REMEMBERED, EntryRemembered, MemoryPartition, MemoryTier
+from cortex_contracts.rpc import FeedReply, FeedRequest, RetrievalMode
+from cortex_contracts.subjects import RPC_AGGREGATOR_FEED
+from cortex_embedded_servers import EmbeddedNats
+from cortex_embedding.batcher import BatchingEmbedder
+from cortex_embedding.openai_compatible import OpenAICompatibleEmbedder, OpenAIEmbedderSettings
+from cortex_indexer.bootstrap import Indexer
+from cortex_indexer.settings import IndexerSettings
+from cortex_messaging import rpc
+from cortex_messaging.connection import connect
+from cortex_messaging.publisher import publish_event
+from cortex_messaging.streams import ensure_streams
+from cortex_store.database import make_engine
+from cortex_store.migrate import upgrade_async
+from cortex_store.models import MemberRole
+from tests.embedding_server import FakeEmbeddingServer
+from tests.events import IndexedWatcher, publish_upsert, upsert_event
+from tests.infrastructure import Infrastructure
+
+pytestmark = pytest.mark.e2e
+
+SECRET = "outage-secret-" + "x" * 32
+BODY = (
+    "# Pricing\n\nOur pricing has three tiers, and the enterprise tier is negotiated with each customer "
+    "for the number of seats it needs."
+)
+# Only English stop words: the lexical leg finds nothing for it, the bag-of-words embedding does.
+STOP_WORDS_QUERY = "and the for with"
+
+
+@dataclass(frozen=True)
+class Databases:
+    owner_url: str
+    app_url: str
+
+
+@pytest.fixture
+async def database(migrated: Infrastructure) -> AsyncIterator[Databases]:
+    """A database of this test's own (same server), migrated: its embedding space is this test's alone."""
+    name = f"cx_space_{uuid.uuid4().hex[:12]}"
+    admin = make_engine(migrated.database_url, pool_size=1)
+    async with admin.connect() as connection:
+        await connection.execution_options(isolation_level="AUTOCOMMIT")
+        await connection.execute(text(f'CREATE DATABASE "{name}"'))
+    owner_url = make_url(migrated.database_url).set(database=name).render_as_string(hide_password=False)
+    app_url = make_url(migrated.app_database_url).set(database=name).render_as_string(hide_password=False)
+    await upgrade_async(owner_url)
+    try:
+        yield Databases(owner_url, app_url)
+    finally:
+        async with admin.connect() as connection:
+            await connection.execution_options(isolation_level="AUTOCOMMIT")
+            await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        await admin.dispose()
+
+
+@pytest.fixture
+async def own_nats() -> AsyncIterator[NATS]:
+    with tempfile.TemporaryDirectory(prefix="cx-nats-", dir="/tmp") as scratch:
+        server = EmbeddedNats(Path(scratch) / "nats", port=0)
+        url = server.start()
+        try:
+            nc = await connect(url, name="tests-embedder-outage")
+            await ensure_streams(nc.jetstream())
+            yield nc
+            await nc.drain()
+        finally:
+            server.stop()
+
+
+def endpoint(server: FakeEmbeddingServer, model: str, **overrides: Any) -> BatchingEmbedder:
+    settings = OpenAIEmbedderSettings.model_validate(
+        {
+            "base_url": server.base_url,
+            "model": model,
+            "dimension": server.dimension,
+            "timeout_seconds": 1.0,
+            "max_retries": 1,
+            "backoff_initial_seconds": 0.05,
+            **overrides,
+        }
+    )
+    return BatchingEmbedder(OpenAICompatibleEmbedder(settings))
+
+
+@contextlib.asynccontextmanager
+async def indexer(db: Databases, nc: NATS, embedder: BatchingEmbedder) -> AsyncIterator[Indexer]:
+    url = nc.connected_url
+    assert url is not None
+    settings = IndexerSettings(
+        database_url=db.app_url,
+        nats_url=url.geturl(),
+        max_deliver=3,
+        concurrency=2,
+        backfill_interval_seconds=0.3,
+    )
+    running = Indexer(settings=settings, embedder=embedder)
+    task = asyncio.create_task(running.run())
+    try:
+        yield running
+    finally:
+        running.stop.set()
+        await task
+
+
+@contextlib.asynccontextmanager
+async def aggregator(db: Databases, nc: NATS, embedder: BatchingEmbedder) -> AsyncIterator[Aggregator]:
+    url = nc.connected_url
+    assert url is not None
+    settings = AggregatorSettings(
+        database_url=db.app_url, nats_url=url.geturl(), secret=SECRET, embedding_space_refresh_seconds=0.3
+    )
+    running = Aggregator(settings=settings, embedder=embedder)
+    task = asyncio.create_task(running.run())
+    try:
+        async with asyncio.timeout(30):
+            await running.ready.wait()
+        yield running
+    finally:
+        running.stop.set()
+        await task
+
+
+async def search(nc: NATS, org_id: uuid.UUID, q: str, mode: RetrievalMode) -> list[uuid.UUID]:
+    request = FeedRequest(organization_id=org_id, q=q, mode=mode)
+    for _ in range(50):  # a just-started aggregator's subscription may not have reached the server yet
+        try:
+            payload = await rpc.request(nc, RPC_AGGREGATOR_FEED, request.to_wire(), timeout=10)
+            break
+        except NoRespondersError:
+            await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("no aggregator answered")
+    reply = FeedReply.model_validate_json(payload)
+    assert reply.result is not None, reply.error
+    return [item.id for item in reply.result.items]
+
+
+async def scalar(db: Databases, sql: str, **params: object) -> Any:
+    engine = make_engine(db.owner_url, pool_size=1)
+    try:
+        async with engine.connect() as connection:
+            return (await connection.execute(text(sql), params)).scalar()
+    finally:
+        await engine.dispose()
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 30) -> None:
+    async with asyncio.timeout(timeout):
+        while not await check():
+            await asyncio.sleep(0.2)
+
+
+async def new_org(db: Databases) -> uuid.UUID:
+    return await ensure_membership(db.owner_url, f"org-{uuid.uuid4().hex[:10]}", "alice", MemberRole.ADMIN, create=True)
+
+
+async def publish_pricing(nc: NATS, org_id: uuid.UUID) -> uuid.UUID:
+    document_id = uuid.uuid4()
+    watcher = await IndexedWatcher().start(nc, org_id)
+    await publish_upsert(nc.jetstream(), upsert_event(org_id, document_id, title="Pricing", body=BODY, version=1))
+    indexed = await watcher.wait_for(document_id, 1)
+    await watcher.stop()
+    assert indexed["chunks"] >= 1
+    return document_id
+
+
+def embedded_texts(server: FakeEmbeddingServer, word: str) -> list[str]:
+    return [item for request in list(server.requests) for item in request["input"] if word in item]
+
+
+async def remember(nc: NATS, org_id: uuid.UUID, content: str) -> uuid.UUID:
+    entry_id = uuid.uuid4()
+    payload = EntryRemembered(
+        entry_id=entry_id,
+        organization_id=org_id,
+        content=content,
+        partition=MemoryPartition.EPISODIC,
+        tier=MemoryTier.ORG,
+    )
+    event = new_envelope(
+        event_type=TYPE_ENTRY_REMEMBERED,
+        source="tests/agent",
+        org_id=org_id,
+        subject=str(entry_id),
+        data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
+    )
+    await publish_event(nc.jetstream(), subjects.memory_entry_remembered(org_id), event)
+    return entry_id
+
+
+@pytest.mark.parametrize("dimension", [32, None], ids=["dimension configured", "dimension discovered"])
+async def test_documents_are_indexed_lexical_only_while_the_embedder_is_down_then_backfilled(
+    database: Databases, own_nats: NATS, dimension: int | None
+) -> None:
+    # Configured: the indexer switches to its space at once and its embedding calls fail (after retries).
+    # Discovered: the space is only known once the endpoint answers, so the backfill switches to it later.
+    fake = FakeEmbeddingServer(dimension=32)  # not started: nothing listens on its port yet
+    org_id = await new_org(database)
+    async with (
+        indexer(database, own_nats, endpoint(fake, "fake-a", dimension=dimension)),
+        aggregator(database, own_nats, endpoint(fake, "fake-a", dimension=dimension, max_retries=0)),
+    ):
+        document_id = await publish_pricing(own_nats, org_id)
+        embedded = "SELECT embedded FROM kb_documents WHERE id = :id"
+        assert await scalar(database, embedded, id=document_id) is False
+        entry_id = await remember(own_nats, org_id, "The customer asked for annual invoices.")
+        entry_stored = "SELECT count(*) FROM memory_entry WHERE id = :id"
+        entry_embedded = "SELECT count(*) FROM memory_entry WHERE id = :id AND embedding IS NOT NULL"
+        await eventually(lambda: scalar(database, entry_stored, id=entry_id))
+        assert await scalar(database, entry_embedded, id=entry_id) == 0
+        assert await scalar(database, "SELECT count(*) FROM kb_chunks WHERE embedding IS NOT NULL") == 0
+
+        assert await search(own_nats, org_id, "enterprise pricing", RetrievalMode.HYBRID) == [document_id]
+        assert await search(own_nats, org_id, STOP_WORDS_QUERY, RetrievalMode.SEMANTIC) == []  # no dense leg
+
+        fake.start()
+        try:
+            await eventually(lambda: scalar(database, embedded, id=document_id))
+            await eventually(lambda: scalar(database, entry_embedded, id=entry_id))
+            assert embedded_texts(fake, "enterprise")  # the backfill's request (not a health probe)
+            assert await scalar(database, "SELECT count(*) FROM kb_chunks WHERE embedding IS NULL") == 0
+
+            async def found_semantically() -> bool:
+                return await search(own_nats, org_id, STOP_WORDS_QUERY, RetrievalMode.SEMANTIC) == [document_id]
+
+            await eventually(found_semantically)
+        finally:
+            fake.stop()
+
+
+async def test_a_new_embedding_model_re_embeds_the_index_and_search_never_mixes_models(
+    database: Databases, own_nats: NATS
+) -> None:
+    first = FakeEmbeddingServer(dimension=32).start()
+    second = FakeEmbeddingServer(dimension=48).start()
+    org_id = await new_org(database)
+    space = "SELECT model || '/' || dimension FROM embedding_space WHERE active"
+    column_type = (
+        "SELECT format_type(atttypid, atttypmod) FROM pg_attribute "
+        "WHERE attrelid = CAST(:t AS regclass) AND attname = 'embedding'"
+    )
+    try:
+        async with indexer(database, own_nats, endpoint(first, "fake-a")):
+            document_id = await publish_pricing(own_nats, org_id)
+            assert await scalar(database, space) == "fake-a/32"
+            assert await scalar(database, "SELECT embedded FROM kb_documents WHERE id = :id", id=document_id)
+
+        async with (
+            indexer(database, own_nats, endpoint(second, "fake-b")),
+            aggregator(database, own_nats, endpoint(first, "fake-a", max_retries=0)),
+        ):
+            # Start-up switches the space: the columns take the new dimension, the backfill re-embeds.
+            async def switched() -> bool:
+                return bool(await scalar(database, space) == "fake-b/48")
+
+            await eventually(switched)
+            assert await scalar(database, column_type, t="kb_chunks") == "vector(48)"
+            assert await scalar(database, column_type, t="memory_entry") == "vector(48)"
+            assert await scalar(database, "SELECT count(*) FROM pg_indexes WHERE indexname LIKE '%embedding_hnsw'") == 2
+            await eventually(
+                lambda: scalar(database, "SELECT embedded FROM kb_documents WHERE id = :id", id=document_id)
+            )
+            assert any(r["model"] == "fake-b" for r in second.requests)
+            # The query model is still the old one: dense search is skipped, lexical still answers.
+            assert await search(own_nats, org_id, STOP_WORDS_QUERY, RetrievalMode.SEMANTIC) == []
+            assert await search(own_nats, org_id, "enterprise pricing", RetrievalMode.HYBRID) == [document_id]
+
+        async with aggregator(database, own_nats, endpoint(second, "fake-b", max_retries=0)):
+            assert await search(own_nats, org_id, STOP_WORDS_QUERY, RetrievalMode.SEMANTIC) == [document_id]
+
+        # The same dimension, another model: as the services' role (row-level security), the switch
+        # clears every organization's embeddings and leaves the column as it is.
+        engine = make_engine(database.app_url, pool_size=1)
+        try:
+            async with engine.begin() as connection:
+                switch = text("SELECT cortex_switch_embedding_space(:m, 48)")
+                assert (await connection.execute(switch, {"m": "fake-c"})).scalar() is True
+                assert (await connection.execute(switch, {"m": "fake-c"})).scalar() is False
+        finally:
+            await engine.dispose()
+        assert await scalar(database, "SELECT count(*) FROM kb_chunks WHERE embedding IS NOT NULL") == 0
+        assert await scalar(database, "SELECT embedded FROM kb_documents WHERE id = :id", id=document_id) is False
+        assert await scalar(database, column_type, t="kb_chunks") == "vector(48)"
+    finally:
+        first.stop()
+        second.stop()
+
+
+async def test_a_copy_left_on_the_old_model_writes_no_vectors_of_it(database: Databases, own_nats: NATS) -> None:
+    fake = FakeEmbeddingServer(dimension=32).start()
+    org_id = await new_org(database)
+    vectors = "SELECT count(*) FROM kb_chunks WHERE embedding IS NOT NULL"
+    try:
+        async with indexer(database, own_nats, endpoint(fake, "fake-a")):
+
+            async def adopted() -> bool:
+                return bool(await scalar(database, "SELECT model FROM embedding_space WHERE active") == "fake-a")
+
+            await eventually(adopted)
+            # A newer copy switches the index to another model; this one has not been restarted.
+            engine = make_engine(database.app_url, pool_size=1)
+            try:
+                async with engine.begin() as connection:
+                    await connection.execute(text("SELECT cortex_switch_embedding_space('fake-b', 32)"))
+            finally:
+                await engine.dispose()
+            document_id = await publish_pricing(own_nats, org_id)
+            assert embedded_texts(fake, "enterprise")  # it did embed, with the old model ...
+            assert await scalar(database, "SELECT embedded FROM kb_documents WHERE id = :id", id=document_id) is False
+            await asyncio.sleep(1.5)  # ... and several backfill passes later has still stored none of it
+            assert await scalar(database, vectors) == 0
+    finally:
+        fake.stop()

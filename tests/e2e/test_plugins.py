@@ -1,0 +1,270 @@
+"""The plugin runtime end to end: `GET /api/memory/plugins` and `cortex plugins list|use` on real PostgreSQL.
+
+Next to the installed plugins, three fake rerankers are registered by patching entry-point discovery:
+`reverse` loads, `exploding`'s factory raises, and `gone` points at a module that is not installed. The
+gateways here are started after the patch (the session's may already have loaded its plugins): one for the
+module, and one per environment pin, since a gateway reads its pins when it starts. The CLI functions
+build their registries after the patch too.
+"""
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+
+from cortex_cli.main import main
+from cortex_cli.plugins import choose_plugin, list_plugins
+from cortex_gateway.tokens import issue_token
+from cortex_plugins import PluginChoiceError, PluginRegistry, discovery
+from cortex_store.database import make_engine, make_sessionmaker
+from cortex_store.tenancy import bind_organization
+from tests.conftest import Org
+from tests.gateways import running_gateway
+from tests.infrastructure import Infrastructure
+from tests.org_clients import client_for, close_org, create_org
+from tests.services import SECRET
+
+pytestmark = pytest.mark.e2e
+
+CATEGORIES = ["extractor", "chunker", "embedder", "vector_store", "reranker", "rag", "memory", "summarizer"]
+
+
+class ReverseReranker:
+    name = "reverse"
+
+    def rerank(self, query: str, passages: Sequence[str]) -> list[int]:
+        return list(reversed(range(len(passages))))
+
+    async def health(self) -> str | None:
+        return None
+
+
+def exploding_factory() -> ReverseReranker:
+    raise RuntimeError("reranker credentials are missing")
+
+
+@dataclass
+class FakeEntryPoint:
+    name: str
+    value: str
+    target: Any
+
+    def load(self) -> Any:
+        if isinstance(self.target, BaseException):
+            raise self.target
+        return self.target
+
+
+FAKE_RERANKERS = [
+    FakeEntryPoint("reverse", "fake_rerankers:reverse", ReverseReranker),
+    FakeEntryPoint("exploding", "fake_rerankers:exploding", exploding_factory),
+    FakeEntryPoint("gone", "not_installed_reranker:create", ModuleNotFoundError("No module named 'not_installed'")),
+]
+
+
+@pytest.fixture(scope="module")
+def fake_plugins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+
+    def with_fakes(*, group: str) -> Sequence[EntryPoint | FakeEntryPoint]:
+        return [*entry_points(group=group), *(FAKE_RERANKERS if group == "cortex.reranker" else [])]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(discovery, "entry_points", with_fakes)
+        for category in CATEGORIES:  # pins are read when a gateway or a CLI command starts
+            patch.delenv(f"CORTEX_PLUGIN_{category.upper()}", raising=False)
+        # The listing health-checks every plugin; Qdrant's local mode would otherwise open ./.cortex/qdrant.
+        patch.setenv("CORTEX_QDRANT_PATH", str(tmp_path_factory.mktemp("qdrant")))
+        yield
+
+
+@pytest.fixture(scope="module")
+async def gateway(migrated: Infrastructure, fake_plugins: None) -> AsyncIterator[str]:
+    async with running_gateway(migrated) as base_url:
+        yield base_url
+
+
+@pytest.fixture
+async def plugin_org(migrated: Infrastructure, gateway: str) -> AsyncIterator[Org]:
+    org = await create_org(migrated.database_url, gateway, SECRET, prefix="plugins")
+    yield org
+    await close_org(org)
+
+
+async def listing(org: Org, base_url: str | None = None) -> dict[str, dict[str, Any]]:
+    """The admin's view, from the module's gateway or from the one at `base_url`."""
+    if base_url is None:
+        response = await org.admin.get("/api/memory/plugins")
+    else:
+        async with client_for(base_url, issue_token(f"admin-{org.slug}", SECRET), org.slug) as admin:
+            response = await admin.get("/api/memory/plugins")
+    assert response.status_code == 200, response.text
+    return {category["category"]: category for category in response.json()["categories"]}
+
+
+def by_name(category: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {plugin["name"]: plugin for plugin in category["plugins"]}
+
+
+async def test_an_admin_lists_every_category_and_a_broken_plugin_is_reported(plugin_org: Org) -> None:
+    categories = await listing(plugin_org)
+    assert list(categories) == CATEGORIES
+    rerankers = categories["reranker"]
+    assert (rerankers["active"], rerankers["reason"]) == ("none", "default")
+    plugins = by_name(rerankers)
+    assert plugins["none"] == {
+        "name": "none",
+        "target": "cortex_plugins.builtins.identity_reranker:create",
+        "default": True,
+        "loaded": True,
+        "health": "ok",
+    }
+    assert (plugins["reverse"]["loaded"], plugins["reverse"]["health"]) == (True, "ok")
+    assert plugins["exploding"]["loaded"] is False
+    assert plugins["exploding"]["health"] == "not-loaded"
+    assert plugins["exploding"]["error"] == (
+        "fake_rerankers:exploding() failed: RuntimeError: reranker credentials are missing"
+    )
+    assert plugins["gone"]["error"] == "import failed: ModuleNotFoundError: No module named 'not_installed'"
+    # The rest of the runtime works regardless.
+    for category, default in [
+        ("chunker", "heading-paragraph"),
+        ("rag", "hybrid"),
+        ("memory", "postgres"),
+        ("summarizer", "extractive"),
+    ]:
+        assert (categories[category]["active"], categories[category]["reason"]) == (default, "default"), category
+    assert categories["extractor"]["reason"] == "media-type"
+    assert by_name(categories["extractor"])["pdf"]["loaded"] is True
+
+
+async def test_a_member_is_refused_with_a_problem(plugin_org: Org) -> None:
+    response = await plugin_org.member.get("/api/memory/plugins")
+    assert response.status_code == 403, response.text
+    assert response.headers["content-type"].split(";")[0] == "application/problem+json"
+    assert response.json()["status"] == 403
+    async with httpx.AsyncClient(base_url=str(plugin_org.member.base_url)) as anonymous:
+        assert (await anonymous.get("/api/memory/plugins")).status_code == 401
+
+
+async def test_plugins_use_changes_that_organization_only(
+    migrated: Infrastructure, gateway: str, plugin_org: Org, capsys: pytest.CaptureFixture[str]
+) -> None:
+    other = await create_org(migrated.database_url, gateway, SECRET, prefix="plugins")
+    try:
+        await choose_plugin(migrated.database_url, plugin_org.id, "reranker", "reverse", PluginRegistry())
+
+        chosen = (await listing(plugin_org))["reranker"]
+        assert (chosen["active"], chosen["reason"], chosen["orgChoice"]) == ("reverse", "org", "reverse")
+        untouched = (await listing(other))["reranker"]
+        assert (untouched["active"], untouched["reason"]) == ("none", "default")
+        assert "orgChoice" not in untouched
+
+        # The CLI prints the same view.
+        view = await list_plugins(migrated.database_url, plugin_org.id, PluginRegistry())
+        assert next(c for c in view.categories if c.category == "reranker").active == "reverse"
+        assert await cli(migrated, ["plugins", "list", "--org", plugin_org.slug]) == 0
+        printed = capsys.readouterr().out
+        assert "reranker: reverse [org]" in printed
+        assert "  * reverse" in printed
+        assert "  - exploding" in printed
+        assert "not loaded: fake_rerankers:exploding() failed: RuntimeError" in printed
+
+        # Choosing again replaces the choice; through the command line too.
+        assert await cli(migrated, ["plugins", "use", "--org", plugin_org.slug, "reranker", "none"]) == 0
+        assert "reranker = none" in capsys.readouterr().out
+        assert (await listing(plugin_org))["reranker"]["reason"] == "org"
+        assert (await listing(plugin_org))["reranker"]["active"] == "none"
+    finally:
+        await close_org(other)
+
+
+async def test_an_env_pin_overrides_the_org_choice(
+    migrated: Infrastructure, plugin_org: Org, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    await choose_plugin(migrated.database_url, plugin_org.id, "reranker", "reverse", PluginRegistry())
+    monkeypatch.setenv("CORTEX_PLUGIN_RERANKER", "none")
+    async with running_gateway(migrated) as pinned_gateway:
+        pinned = (await listing(plugin_org, pinned_gateway))["reranker"]
+    assert (pinned["active"], pinned["reason"]) == ("none", "env")
+    assert (pinned["envPin"], pinned["orgChoice"]) == ("none", "reverse")
+    assert await cli(migrated, ["plugins", "list", "--org", plugin_org.slug]) == 0
+    assert "reranker: none [env]" in capsys.readouterr().out
+    # The pin is the deployment's: a gateway started without it still follows the organization's choice.
+    assert (await listing(plugin_org))["reranker"]["active"] == "reverse"
+
+    # A pin to a broken plugin is not silently replaced: nothing is active, and the listing says why.
+    monkeypatch.setenv("CORTEX_PLUGIN_RERANKER", "exploding")
+    async with running_gateway(migrated) as broken_gateway:
+        broken = (await listing(plugin_org, broken_gateway))["reranker"]
+    assert "active" not in broken
+    assert broken["reason"] == "none"
+    assert broken["detail"].startswith("CORTEX_PLUGIN_RERANKER names reranker plugin 'exploding' failed to load")
+
+
+async def test_plugins_use_validates_the_category_and_the_name(
+    migrated: Infrastructure, plugin_org: Org, capsys: pytest.CaptureFixture[str]
+) -> None:
+    registry = PluginRegistry()
+    with pytest.raises(PluginChoiceError, match=r"unknown plugin category 'rerankers'; categories: extractor"):
+        await choose_plugin(migrated.database_url, plugin_org.id, "rerankers", "none", registry)
+    with pytest.raises(PluginChoiceError, match=r"'exploding' failed to load: .*reranker credentials are missing"):
+        await choose_plugin(migrated.database_url, plugin_org.id, "reranker", "exploding", registry)
+    with pytest.raises(PluginChoiceError, match=r"extractor plugins are not chosen"):
+        await choose_plugin(migrated.database_url, plugin_org.id, "extractor", "pdf", registry)
+
+    assert await cli(migrated, ["plugins", "use", "--org", plugin_org.slug, "reranker", "nope"]) == 1
+    assert capsys.readouterr().err.strip() == (
+        "error: no reranker plugin named 'nope'; installed: exploding, gone, none, reverse"
+    )
+    # Nothing was stored by any of the refused choices.
+    assert "orgChoice" not in (await listing(plugin_org))["reranker"]
+
+
+async def test_plugin_choices_are_behind_row_level_security(migrated: Infrastructure, make_org_ids: Any) -> None:
+    first, second = make_org_ids
+    await choose_plugin(migrated.database_url, first, "reranker", "reverse", PluginRegistry())
+    engine = make_engine(migrated.app_database_url, pool_size=1)
+    sessions = make_sessionmaker(engine)
+    count = text("SELECT count(*) FROM plugin_choices")
+    try:
+        async with sessions() as session, session.begin():
+            assert await session.scalar(count) == 0  # no organization bound: no rows at all
+        async with sessions() as session, session.begin():
+            await bind_organization(session, second)
+            assert await session.scalar(count) == 0
+        async with sessions() as session, session.begin():
+            await bind_organization(session, first)
+            assert await session.scalar(count) == 1
+        with pytest.raises(DBAPIError, match="row-level security"):
+            async with sessions() as session, session.begin():
+                await bind_organization(session, second)
+                await session.execute(
+                    text("INSERT INTO plugin_choices (organization_id, category, plugin) VALUES (:org, 'rag', 'x')"),
+                    {"org": first},
+                )
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def make_org_ids(migrated: Infrastructure, gateway: str) -> AsyncIterator[tuple[uuid.UUID, uuid.UUID]]:
+    first = await create_org(migrated.database_url, gateway, SECRET, prefix="plugins")
+    second = await create_org(migrated.database_url, gateway, SECRET, prefix="plugins")
+    yield first.id, second.id
+    await close_org(first)
+    await close_org(second)
+
+
+async def cli(migrated: Infrastructure, argv: list[str]) -> int:
+    """`cortex ARGV` as a user runs it (it calls asyncio.run, so off this loop), pointed at the test servers."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DATABASE_URL", migrated.database_url)
+        patch.setenv("NATS_URL", migrated.nats_url)
+        return await asyncio.to_thread(main, argv)

@@ -1,0 +1,149 @@
+"""The indexer and aggregator with Qdrant as the vector store (CORTEX_PLUGIN_VECTOR_STORE=qdrant): events
+on NATS become points in Qdrant, the dense leg searches them there, a deletion removes them, and a facet
+filter still holds. Qdrant runs in local mode, which one process may open: both services run here, on a
+NATS server of this test's own, beside the session's PostgreSQL.
+"""
+
+import asyncio
+import contextlib
+import tempfile
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from nats.aio.client import Client as NATS
+from nats.errors import NoRespondersError
+from sqlalchemy import text
+
+from cortex_aggregator.bootstrap import Aggregator
+from cortex_aggregator.settings import AggregatorSettings
+from cortex_cli.organizations import ensure_membership
+from cortex_contracts.rpc import FeedFilters, FeedReply, FeedRequest, RetrievalMode
+from cortex_contracts.subjects import RPC_AGGREGATOR_FEED
+from cortex_embedded_servers import EmbeddedNats
+from cortex_embedding.batcher import BatchingEmbedder
+from cortex_indexer.bootstrap import Indexer
+from cortex_indexer.settings import IndexerSettings
+from cortex_messaging import rpc
+from cortex_messaging.connection import connect
+from cortex_messaging.streams import ensure_streams
+from cortex_store.database import make_engine
+from cortex_store.models import MemberRole
+from cortex_vector_stores.qdrant import QdrantVectorStore
+from cortex_vector_stores.settings import QdrantSettings
+from tests.events import IndexedWatcher, delete_event, publish_delete, publish_upsert, upsert_event
+from tests.infrastructure import Infrastructure
+from tests.services import SECRET, RunningServices
+
+pytestmark = pytest.mark.e2e
+
+DOCUMENTS = {
+    "Pricing": ("decision", "Our enterprise plan costs 40 dollars per seat each month, billed yearly."),
+    "Onboarding": ("runbook", "New engineers get a laptop, a mentor and access to the staging cluster."),
+    "Incident review": ("decision", "The outage was caused by an expired TLS certificate on the gateway."),
+}
+
+
+@pytest.fixture
+async def own_nats() -> AsyncIterator[NATS]:
+    with tempfile.TemporaryDirectory(prefix="cx-nats-", dir="/tmp") as scratch:
+        server = EmbeddedNats(Path(scratch) / "nats", port=0)
+        url = server.start()
+        try:
+            nc = await connect(url, name="tests-qdrant")
+            await ensure_streams(nc.jetstream())
+            yield nc
+            await nc.drain()
+        finally:
+            server.stop()
+
+
+@contextlib.asynccontextmanager
+async def qdrant_services(
+    infra: Infrastructure, nc: NATS, services: RunningServices
+) -> AsyncIterator[QdrantVectorStore]:
+    """An indexer and an aggregator sharing one local-mode Qdrant store and the session's model."""
+    assert nc.connected_url is not None and services.indexer.embedder and services.aggregator.embedder
+    nats_url = nc.connected_url.geturl()
+    with tempfile.TemporaryDirectory(prefix="cx-qdrant-", dir="/tmp") as scratch:
+        store = QdrantVectorStore(QdrantSettings(path=Path(scratch)))
+        indexer = Indexer(
+            settings=IndexerSettings(database_url=infra.app_database_url, nats_url=nats_url, concurrency=4),
+            embedder=BatchingEmbedder(services.indexer.embedder.embedder),
+            vectors=store,
+        )
+        aggregator = Aggregator(
+            settings=AggregatorSettings(database_url=infra.app_database_url, nats_url=nats_url, secret=SECRET),
+            embedder=BatchingEmbedder(services.aggregator.embedder.embedder),
+            vectors=store,
+        )
+        tasks = [asyncio.create_task(indexer.run()), asyncio.create_task(aggregator.run())]
+        try:
+            async with asyncio.timeout(60):
+                await aggregator.ready.wait()
+            yield store
+        finally:
+            indexer.stop.set()
+            aggregator.stop.set()
+            await asyncio.gather(*tasks)  # both close the store; closing twice is harmless
+
+
+async def search(nc: NATS, org_id: uuid.UUID, q: str, **filters: list[str]) -> list[uuid.UUID]:
+    request = FeedRequest(organization_id=org_id, q=q, mode=RetrievalMode.SEMANTIC, filters=FeedFilters(**filters))
+    for _ in range(50):  # a just-started aggregator's subscription may not have reached the server yet
+        try:
+            payload = await rpc.request(nc, RPC_AGGREGATOR_FEED, request.to_wire(), timeout=10)
+            break
+        except NoRespondersError:
+            await asyncio.sleep(0.1)
+    else:
+        raise AssertionError("no aggregator answered")
+    reply = FeedReply.model_validate_json(payload)
+    assert reply.result is not None, reply.error
+    return [item.id for item in reply.result.items]
+
+
+async def chunk_ids(infra: Infrastructure, document_id: uuid.UUID) -> set[int]:
+    engine = make_engine(infra.database_url, pool_size=1)
+    try:
+        async with engine.connect() as connection:
+            rows = await connection.execute(text("SELECT id FROM kb_chunks WHERE document_id = :d"), {"d": document_id})
+            return {row.id for row in rows}
+    finally:
+        await engine.dispose()
+
+
+async def test_qdrant_holds_the_vectors_the_dense_leg_searches(
+    migrated: Infrastructure, services: RunningServices, own_nats: NATS
+) -> None:
+    org_id = await ensure_membership(
+        migrated.database_url, f"qd-{uuid.uuid4().hex[:10]}", "alice", MemberRole.ADMIN, create=True
+    )
+    ids = {title: uuid.uuid4() for title in DOCUMENTS}
+    async with qdrant_services(migrated, own_nats, services) as store:
+        watcher = await IndexedWatcher().start(own_nats, org_id)
+        for title, (doc_class, body) in DOCUMENTS.items():
+            event = upsert_event(org_id, ids[title], title=title, body=body, version=1, docClass=doc_class)
+            await publish_upsert(own_nats.jetstream(), event)
+        for document_id in ids.values():
+            await watcher.wait_for(document_id, 1)
+
+        found = await search(own_nats, org_id, "how much does a seat cost per month")
+        assert found[0] == ids["Pricing"]
+        points = await store.search(org_id, [0.0] * 383 + [1.0], 50)  # every point of the org
+        assert {hit.chunk_id for hit in points if hit.document_id == ids["Pricing"]} == await chunk_ids(
+            migrated, ids["Pricing"]
+        )
+        # A facet filter is resolved in PostgreSQL and applied by Qdrant: only runbooks.
+        assert await search(own_nats, org_id, "how much does a seat cost per month", type=["runbook"]) == [
+            ids["Onboarding"]
+        ]
+
+        await publish_delete(own_nats.jetstream(), delete_event(org_id, ids["Pricing"], version=2))
+        await watcher.wait_for(ids["Pricing"], 2)
+        remaining = await store.search(org_id, [0.0] * 383 + [1.0], 50)
+        assert ids["Pricing"] not in {hit.document_id for hit in remaining}
+        assert {hit.document_id for hit in remaining} == {ids["Onboarding"], ids["Incident review"]}
+        assert ids["Pricing"] not in await search(own_nats, org_id, "how much does a seat cost per month")
+        await watcher.stop()

@@ -1,0 +1,117 @@
+"""A local HTTP server that answers like mem0's REST API (`POST /search`, `GET /memories`) — or fails
+the way a real one can: slow, 404 on listing, 500. Runs in a thread on a free loopback port."""
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from enum import StrEnum
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from cortex_embedded_servers import free_port
+
+
+class Behaviour(StrEnum):
+    NORMAL = "normal"
+    SLOW = "slow"  # answers correctly, but only after `delay` seconds
+    LIST_404 = "list-404"  # a server without the listing endpoint; search works
+    ERROR_500 = "error-500"  # every call fails
+
+
+@dataclass
+class Mem0Server:
+    url: str
+    behaviour: Behaviour
+    delay: float
+    memories: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # method, path, params/body
+
+    def add(self, memory: str, *, user_id: str, agent_id: str | None = None, run_id: str | None = None) -> None:
+        self.memories.append(
+            {
+                "id": f"m-{len(self.memories) + 1}",
+                "memory": memory,
+                "hash": str(abs(hash(memory))),
+                "metadata": {"origin": "test"},
+                "created_at": "2026-11-30T10:00:00-08:00",
+                "updated_at": None,
+                "user_id": user_id,
+                "agent_id": agent_id,
+                "run_id": run_id,
+            }
+        )
+
+    def matching(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        keys = ("user_id", "agent_id", "run_id")
+        return [m for m in self.memories if all(params.get(k) in (None, m[k]) for k in keys)]
+
+
+def unused_url() -> str:
+    """A loopback URL nothing listens on: connecting is refused (a backend that is down)."""
+    return f"http://127.0.0.1:{free_port('127.0.0.1')}"
+
+
+@contextmanager
+def serving_mem0(behaviour: Behaviour = Behaviour.NORMAL, delay: float = 3.0) -> Iterator[Mem0Server]:
+    state = Mem0Server(url="", behaviour=behaviour, delay=delay)
+
+    class Handler(BaseHTTPRequestHandler):
+        def _answer(self, status: int, body: Any) -> None:
+            if state.behaviour is Behaviour.SLOW:
+                time.sleep(state.delay)
+            data = json.dumps(body).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up waiting, as it should
+
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            params = {k: v[0] for k, v in parse_qs(url.query).items()}
+            state.requests.append(("GET", url.path, params))
+            if state.behaviour is Behaviour.ERROR_500:
+                self._answer(500, {"detail": "boom"})
+            elif url.path != "/memories" or state.behaviour is Behaviour.LIST_404:
+                self._answer(404, {"detail": "Not Found"})
+            elif not any(params.get(k) for k in ("user_id", "agent_id", "run_id")):
+                self._answer(400, {"detail": "At least one identifier is required."})
+            else:
+                self._answer(200, {"results": state.matching(params)})
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+            state.requests.append(("POST", self.path, body))
+            if state.behaviour is Behaviour.ERROR_500:
+                self._answer(500, {"detail": "boom"})
+            elif self.path != "/search":
+                self._answer(404, {"detail": "Not Found"})
+            else:
+                words = set(str(body.get("query", "")).lower().split())
+                hits = [
+                    {**m, "score": len(words & set(m["memory"].lower().split())) / max(len(words), 1)}
+                    for m in state.matching(body)
+                ]
+                hits = sorted((h for h in hits if h["score"] > 0), key=lambda h: -h["score"])
+                self._answer(200, {"results": hits[: int(body.get("limit", 100))]})
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 — the base class's name
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    state.url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, name="mem0", daemon=True)
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
