@@ -84,6 +84,14 @@ async def test_an_invalid_limit_is_422(org: Org, params: dict[str, Any]) -> None
     assert any(error["loc"] == ["query", "limit"] for error in body["errors"])
 
 
+async def test_a_single_valued_parameter_given_twice_is_422_but_a_repeated_filter_is_not(org: Org) -> None:
+    twice = await org.member.get("/api/memory/agent-memories", params=[("agentId", "a"), ("agentId", "b")])
+    assert "agentId" in assert_problem(twice, 422)["detail"]
+
+    filters = await org.member.get("/api/memory", params=[("type", "decision"), ("type", "runbook")])
+    assert filters.status_code == 200, filters.text
+
+
 async def test_a_member_may_not_add_notes(org: Org) -> None:
     response = await org.member.post("/api/memory/documents", json={"title": "Mine", "body": "Not allowed."})
 

@@ -1,5 +1,9 @@
 """Refuse query parameters a route does not declare: a misspelt filter (`?tags=`) must not be
-silently ignored and answered with an unfiltered page."""
+silently ignored and answered with an unfiltered page. Likewise a single-valued parameter given twice
+(`?agentId=a&agentId=b`): answering for one of them would silently ignore the other."""
+
+from types import UnionType
+from typing import Any, Union, get_args, get_origin
 
 from fastapi import Request
 from fastapi.dependencies.models import Dependant
@@ -8,15 +12,23 @@ from fastapi.routing import APIRoute
 from cortex_gateway.problems import Problem
 
 
-def _query_names(dependant: Dependant) -> set[str]:
-    names = {param.alias for param in dependant.query_params}
+def _repeatable(annotation: Any) -> bool:
+    origin = get_origin(annotation)
+    if origin in (list, set, tuple, frozenset):
+        return True
+    return origin in (Union, UnionType) and any(_repeatable(arg) for arg in get_args(annotation))
+
+
+def _query_names(dependant: Dependant) -> dict[str, bool]:
+    """Declared query parameter names, each with whether it may repeat."""
+    names = {param.alias: _repeatable(param.field_info.annotation) for param in dependant.query_params}
     for sub in dependant.dependencies:
         names |= _query_names(sub)
     return names
 
 
-def _declared(route: APIRoute) -> set[str]:
-    cached: set[str] | None = getattr(route, "_cortex_query_names", None)
+def _declared(route: APIRoute) -> dict[str, bool]:
+    cached: dict[str, bool] | None = getattr(route, "_cortex_query_names", None)
     if cached is None:
         cached = _query_names(route.dependant)
         route._cortex_query_names = cached  # type: ignore[attr-defined]
@@ -27,6 +39,12 @@ async def refuse_unknown_query(request: Request) -> None:
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):
         return
-    unknown = sorted(set(request.query_params) - _declared(route))
+    declared = _declared(route)
+    unknown = sorted(set(request.query_params) - set(declared))
     if unknown:
         raise Problem(422, f"Unknown query parameter(s): {', '.join(repr(name) for name in unknown)}.")
+    repeated = sorted(
+        name for name, many in declared.items() if not many and len(request.query_params.getlist(name)) > 1
+    )
+    if repeated:
+        raise Problem(422, f"Query parameter(s) given more than once: {', '.join(repr(name) for name in repeated)}.")

@@ -135,7 +135,7 @@ def build_embedder(settings: IndexerSettings, pin: str | None = None) -> Batchin
         endpoint = openai_compatible.create()
         log.info("embedding with %s at %s", endpoint.model, endpoint.url)
         return BatchingEmbedder(endpoint)
-    model = load_local_embedder()
+    model = load_local_embedder(threads=settings.embedding_threads)
     if model is None:
         log.warning("no local embedding model installed (extra `local-embeddings`): indexing lexical-only")
         return None
