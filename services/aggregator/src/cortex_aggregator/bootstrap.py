@@ -35,7 +35,7 @@ from cortex_messaging import rpc
 from cortex_messaging.connection import connect
 from cortex_plugins.registry import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker
-from cortex_vector_stores.binding import vectors_live_in_database
+from cortex_vector_stores.binding import store_of_its_own
 
 log = logging.getLogger(__name__)
 
@@ -158,14 +158,8 @@ def build(settings: AggregatorSettings | None = None) -> Aggregator:
     mem0 = Mem0Settings()
     agent_memory: list[memory.AgentMemoryReader] = [Mem0Memory(mem0)] if mem0.url else []
     return Aggregator(
-        settings=settings, embedder=embedder, agent_memory=agent_memory, vectors=build_vector_store(registry)
+        settings=settings,
+        embedder=embedder,
+        agent_memory=agent_memory,
+        vectors=store_of_its_own(registry.active("vector_store")),
     )
-
-
-def build_vector_store(registry: PluginRegistry) -> VectorStore | None:
-    """The deployment's vector store (CORTEX_PLUGIN_VECTOR_STORE); None for pgvector, which the dense leg
-    reads in the same SQL as the filters."""
-    store = registry.active("vector_store")
-    if not isinstance(store, VectorStore):
-        raise TypeError(f"vector_store plugin {store!r} does not implement the VectorStore protocol")
-    return None if vectors_live_in_database(store) else store

@@ -23,7 +23,7 @@ from cortex_messaging.consumer import ConsumerSpec, DurableConsumer
 from cortex_messaging.streams import ensure_streams
 from cortex_plugins.registry import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker
-from cortex_vector_stores.binding import vectors_live_in_database
+from cortex_vector_stores.binding import store_of_its_own
 
 log = logging.getLogger(__name__)
 
@@ -113,18 +113,6 @@ class Indexer:
             await engine.dispose()
 
 
-def build_vector_store(registry: PluginRegistry) -> VectorStore | None:
-    """The deployment's vector store (CORTEX_PLUGIN_VECTOR_STORE, default pgvector); None when it is the
-    chunks' own rows in PostgreSQL, which the indexer writes anyway."""
-    store = registry.active("vector_store")
-    if not isinstance(store, VectorStore):
-        raise TypeError(f"vector_store plugin {store!r} does not implement the VectorStore protocol")
-    if vectors_live_in_database(store):
-        return None
-    log.info("mirroring passage vectors into the %s vector store", store.name)
-    return store
-
-
 def build_embedder(settings: IndexerSettings, pin: str | None = None) -> BatchingEmbedder | None:
     """`pin`: CORTEX_PLUGIN_EMBEDDER, which wins over CORTEX_INDEXER_EMBEDDER."""
     choice = pin or settings.embedder
@@ -149,5 +137,5 @@ def build(settings: IndexerSettings | None = None) -> Indexer:
     return Indexer(
         settings=settings,
         embedder=build_embedder(settings, registry.pin("embedder")),
-        vectors=build_vector_store(registry),
+        vectors=store_of_its_own(registry.active("vector_store")),
     )
