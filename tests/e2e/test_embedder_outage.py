@@ -6,16 +6,13 @@ space is one per database, and the session's services embed with the local model
 
 import asyncio
 import contextlib
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 from nats.aio.client import Client as NATS
-from nats.errors import NoRespondersError
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
@@ -25,23 +22,19 @@ from cortex_cli.organizations import ensure_membership
 from cortex_contracts import subjects
 from cortex_contracts.envelope import new_envelope
 from cortex_contracts.memory import TYPE_ENTRY_REMEMBERED, EntryRemembered, MemoryPartition, MemoryTier
-from cortex_contracts.rpc import FeedReply, FeedRequest, RetrievalMode
-from cortex_contracts.subjects import RPC_AGGREGATOR_FEED
-from cortex_embedded_servers import EmbeddedNats
+from cortex_contracts.rpc import FeedRequest, RetrievalMode
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.openai_compatible import OpenAICompatibleEmbedder, OpenAIEmbedderSettings
 from cortex_indexer.bootstrap import Indexer
 from cortex_indexer.settings import IndexerSettings
-from cortex_messaging import rpc
-from cortex_messaging.connection import connect
 from cortex_messaging.publisher import publish_event
-from cortex_messaging.streams import ensure_streams
 from cortex_store.database import make_engine
 from cortex_store.migrate import upgrade_async
 from cortex_store.models import MemberRole
 from tests.embedding_server import FakeEmbeddingServer
 from tests.events import IndexedWatcher, publish_upsert, upsert_event
 from tests.infrastructure import Infrastructure
+from tests.own_nats import ask_feed, own_nats_client
 
 pytestmark = pytest.mark.e2e
 
@@ -82,16 +75,8 @@ async def database(migrated: Infrastructure) -> AsyncIterator[Databases]:
 
 @pytest.fixture
 async def own_nats() -> AsyncIterator[NATS]:
-    with tempfile.TemporaryDirectory(prefix="cx-nats-", dir="/tmp") as scratch:
-        server = EmbeddedNats(Path(scratch) / "nats", port=0)
-        url = server.start()
-        try:
-            nc = await connect(url, name="tests-embedder-outage")
-            await ensure_streams(nc.jetstream())
-            yield nc
-            await nc.drain()
-        finally:
-            server.stop()
+    async with own_nats_client("tests-embedder-outage") as nc:
+        yield nc
 
 
 def endpoint(server: FakeEmbeddingServer, model: str, **overrides: Any) -> BatchingEmbedder:
@@ -148,18 +133,8 @@ async def aggregator(db: Databases, nc: NATS, embedder: BatchingEmbedder) -> Asy
 
 
 async def search(nc: NATS, org_id: uuid.UUID, q: str, mode: RetrievalMode) -> list[uuid.UUID]:
-    request = FeedRequest(organization_id=org_id, q=q, mode=mode)
-    for _ in range(50):  # a just-started aggregator's subscription may not have reached the server yet
-        try:
-            payload = await rpc.request(nc, RPC_AGGREGATOR_FEED, request.to_wire(), timeout=10)
-            break
-        except NoRespondersError:
-            await asyncio.sleep(0.1)
-    else:
-        raise AssertionError("no aggregator answered")
-    reply = FeedReply.model_validate_json(payload)
-    assert reply.result is not None, reply.error
-    return [item.id for item in reply.result.items]
+    page = await ask_feed(nc, FeedRequest(organization_id=org_id, q=q, mode=mode))
+    return [item.id for item in page.items]
 
 
 async def scalar(db: Databases, sql: str, **params: object) -> Any:

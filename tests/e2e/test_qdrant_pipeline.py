@@ -13,27 +13,22 @@ from pathlib import Path
 
 import pytest
 from nats.aio.client import Client as NATS
-from nats.errors import NoRespondersError
 from sqlalchemy import text
 
 from cortex_aggregator.bootstrap import Aggregator
 from cortex_aggregator.settings import AggregatorSettings
 from cortex_cli.organizations import ensure_membership
-from cortex_contracts.rpc import FeedFilters, FeedReply, FeedRequest, RetrievalMode
-from cortex_contracts.subjects import RPC_AGGREGATOR_FEED
-from cortex_embedded_servers import EmbeddedNats
+from cortex_contracts.rpc import FeedFilters, FeedRequest, RetrievalMode
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_indexer.bootstrap import Indexer
 from cortex_indexer.settings import IndexerSettings
-from cortex_messaging import rpc
-from cortex_messaging.connection import connect
-from cortex_messaging.streams import ensure_streams
 from cortex_store.database import make_engine
 from cortex_store.models import MemberRole
 from cortex_vector_stores.qdrant import QdrantVectorStore
 from cortex_vector_stores.settings import QdrantSettings
 from tests.events import IndexedWatcher, delete_event, publish_delete, publish_upsert, upsert_event
 from tests.infrastructure import Infrastructure
+from tests.own_nats import ask_feed, own_nats_client
 from tests.services import SECRET, RunningServices
 
 pytestmark = pytest.mark.e2e
@@ -47,16 +42,8 @@ DOCUMENTS = {
 
 @pytest.fixture
 async def own_nats() -> AsyncIterator[NATS]:
-    with tempfile.TemporaryDirectory(prefix="cx-nats-", dir="/tmp") as scratch:
-        server = EmbeddedNats(Path(scratch) / "nats", port=0)
-        url = server.start()
-        try:
-            nc = await connect(url, name="tests-qdrant")
-            await ensure_streams(nc.jetstream())
-            yield nc
-            await nc.drain()
-        finally:
-            server.stop()
+    async with own_nats_client("tests-qdrant") as nc:
+        yield nc
 
 
 @contextlib.asynccontextmanager
@@ -91,17 +78,7 @@ async def qdrant_services(
 
 async def search(nc: NATS, org_id: uuid.UUID, q: str, **filters: list[str]) -> list[uuid.UUID]:
     request = FeedRequest(organization_id=org_id, q=q, mode=RetrievalMode.SEMANTIC, filters=FeedFilters(**filters))
-    for _ in range(50):  # a just-started aggregator's subscription may not have reached the server yet
-        try:
-            payload = await rpc.request(nc, RPC_AGGREGATOR_FEED, request.to_wire(), timeout=10)
-            break
-        except NoRespondersError:
-            await asyncio.sleep(0.1)
-    else:
-        raise AssertionError("no aggregator answered")
-    reply = FeedReply.model_validate_json(payload)
-    assert reply.result is not None, reply.error
-    return [item.id for item in reply.result.items]
+    return [item.id for item in (await ask_feed(nc, request)).items]
 
 
 async def chunk_ids(infra: Infrastructure, document_id: uuid.UUID) -> set[int]:
