@@ -55,6 +55,7 @@ GROUPS: dict[str, list[FakeEntryPoint]] = {
         FakeEntryPoint("pgvector", "another_pgvector:create", pgvector_factory),
     ],
 }
+GROUPS["cortex.reranker"] = GROUPS["cortex.vector_store"]  # the same plugins in a per-organization category
 
 
 class Finder:
@@ -102,9 +103,22 @@ def test_the_default_is_used_and_a_duplicate_name_does_not_shadow_it() -> None:
 
 
 def test_the_pin_beats_the_org_choice() -> None:
-    registry = PluginRegistry(find=Finder(), pins={"vector_store": "instance"})
-    assert registry.selection("vector_store", org_choice="pgvector").reason is SelectionReason.ENV
-    assert isinstance(registry.active("vector_store", org_choice="pgvector"), Instance)
+    registry = PluginRegistry(find=Finder(), pins={"reranker": "instance"})
+    assert registry.selection("reranker", org_choice="pgvector").reason is SelectionReason.ENV
+    assert isinstance(registry.active("reranker", org_choice="pgvector"), Instance)
+
+
+def test_the_org_choice_beats_the_default_where_organizations_may_choose() -> None:
+    registry = PluginRegistry(find=Finder(), pins={})
+    assert registry.selection("reranker", org_choice="instance").reason is SelectionReason.ORG
+    assert isinstance(registry.active("reranker", org_choice="instance"), Instance)
+
+
+def test_deployment_wide_categories_ignore_an_org_choice_and_refuse_to_store_one() -> None:
+    registry = PluginRegistry(find=Finder(), pins={})
+    assert registry.selection("vector_store", org_choice="instance").reason is SelectionReason.DEFAULT
+    with pytest.raises(PluginChoiceError, match=r"whole deployment .* set CORTEX_PLUGIN_VECTOR_STORE"):
+        registry.check_choice("vector_store", "pgvector")
 
 
 def test_a_pin_to_a_broken_plugin_makes_the_category_unavailable_with_the_reason() -> None:
@@ -115,13 +129,13 @@ def test_a_pin_to_a_broken_plugin_makes_the_category_unavailable_with_the_reason
 
 def test_check_choice_refuses_unknown_categories_and_plugins_with_what_exists() -> None:
     registry = PluginRegistry(find=Finder(), pins={})
-    registry.check_choice("vector_store", "pgvector")
-    with pytest.raises(PluginChoiceError, match=r"unknown plugin category 'vectorstore'; categories: extractor, "):
-        registry.check_choice("vectorstore", "pgvector")
-    with pytest.raises(PluginChoiceError, match=r"no vector_store plugin named 'pg'; installed: instance, missing"):
-        registry.check_choice("vector_store", "pg")
+    registry.check_choice("reranker", "pgvector")
+    with pytest.raises(PluginChoiceError, match=r"unknown plugin category 'rerank'; categories: extractor, "):
+        registry.check_choice("rerank", "pgvector")
+    with pytest.raises(PluginChoiceError, match=r"no reranker plugin named 'pg'; installed: instance, missing"):
+        registry.check_choice("reranker", "pg")
     with pytest.raises(PluginChoiceError, match=r"'qdrant' failed to load: .*CORTEX_QDRANT_URL"):
-        registry.check_choice("vector_store", "qdrant")
+        registry.check_choice("reranker", "qdrant")
     with pytest.raises(PluginChoiceError, match=r"extractor plugins are not chosen"):
         registry.check_choice("extractor", "markdown")
 

@@ -16,6 +16,7 @@ class Category:
     name: str
     default: str | None  # the built-in default's entry-point name
     selectable: bool = True  # False: every loaded plugin is used (extractors, each for its media types)
+    per_organization: bool = True  # False: one choice for the whole deployment (env pin or default)
 
     @property
     def group(self) -> str:
@@ -25,8 +26,9 @@ class Category:
 CATEGORIES: tuple[Category, ...] = (
     Category("extractor", default=None, selectable=False),
     Category("chunker", default="heading-paragraph"),
-    Category("embedder", default="local"),
-    Category("vector_store", default="pgvector"),
+    # One embedding space and one vector index per database: an organization cannot choose its own.
+    Category("embedder", default="local", per_organization=False),
+    Category("vector_store", default="pgvector", per_organization=False),
     Category("reranker", default="none"),
     Category("rag", default="hybrid"),
     Category("memory", default="postgres"),

@@ -66,6 +66,8 @@ class PluginRegistry:
     def selection(self, category_name: str, org_choice: str | None = None) -> Selection:
         """The cascade for this category with what is installed here (not for non-selectable categories)."""
         chosen = category(category_name)
+        if not chosen.per_organization:
+            org_choice = None  # deployment-wide: `check_choice` refuses to store one, an old one is ignored
         candidates: dict[str, Candidate] = {}
         for p in self.plugins(category_name):  # a duplicate name comes after the entry that holds it
             candidates.setdefault(p.name, Candidate(p.name, p.loaded, p.error))
@@ -95,6 +97,11 @@ class PluginRegistry:
         if not chosen.selectable:
             raise PluginChoiceError(
                 f"{category_name} plugins are not chosen: every loaded one is used for its media types"
+            )
+        if not chosen.per_organization:
+            raise PluginChoiceError(
+                f"{category_name} is chosen for the whole deployment (one embedding space and vector index per "
+                f"database): set {env_var(category_name)} for every service instead"
             )
         plugins = self.plugins(category_name)
         found = next((p for p in plugins if p.name == plugin_name), None)
