@@ -5,7 +5,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from enum import StrEnum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -64,14 +64,13 @@ def serving_mem0(behaviour: Behaviour = Behaviour.NORMAL, delay: float = 3.0) ->
             if state.behaviour is Behaviour.SLOW:
                 time.sleep(state.delay)
             data = json.dumps(body).encode()
-            try:
+            # A client that gave up waiting (as it should, when slow) has closed the connection.
+            with suppress(BrokenPipeError, ConnectionResetError):
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the client gave up waiting, as it should
 
         def do_GET(self) -> None:
             url = urlsplit(self.path)
