@@ -13,7 +13,9 @@ from typing import Any
 import asyncpg
 import numpy as np
 
-IGNORED = frozenset({"id", "document_id", "organization_id", "created_at", "updated_at", "last_indexed_at"})
+IGNORED = frozenset(
+    {"id", "document_id", "organization_id", "created_at", "updated_at", "last_indexed_at", "changed_xid"}
+)
 MIN_COSINE = 0.999
 
 

@@ -46,7 +46,7 @@ from bench.report import environment, table, write_json
 from cortex_cli.ingest import IngestOptions, ingest_file
 from cortex_contracts import subjects
 from cortex_embedding.batcher import approximate_tokens, padded_tokens
-from cortex_embedding.local_model import LocalSentenceTransformer, load_local_embedder
+from cortex_embedding.local_model import LocalModel, load_local_embedder
 from cortex_indexer.chunking import chunk_document
 from cortex_messaging.connection import connect
 from cortex_messaging.publisher import publish_event
@@ -58,7 +58,7 @@ Workload = Callable[[Member], tuple[list[Document], Publish]]
 GOAL_RATIO = 0.85
 PAGE_SIZE = 100
 WARMUP_TEXTS = 64
-BARE_BATCH = 64  # LocalSentenceTransformer's batch size: the slices the bare run pads
+BARE_BATCH = 64  # the local model's batch size: the slices the bare run pads
 BATCH_LOG = re.compile(r"embedding batches: (?P<fields>.*)$", re.MULTILINE)
 
 
@@ -134,7 +134,7 @@ def indexer_batches(log: Path) -> dict[str, float] | None:
     return {key: float(value) for key, value in fields.items()}
 
 
-def measure_bare(model: LocalSentenceTransformer, texts: list[str], documents: int, meter: CpuMeter) -> dict[str, Any]:
+def measure_bare(model: LocalModel, texts: list[str], documents: int, meter: CpuMeter) -> dict[str, Any]:
     before = meter.snapshot()
     started = time.perf_counter()
     vectors = model.embed(texts)

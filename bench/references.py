@@ -7,7 +7,7 @@ import bm25s
 import numpy as np
 
 from bench.metrics import rrf
-from cortex_embedding.local_model import LocalSentenceTransformer
+from cortex_embedding.local_model import LocalModel
 
 
 class BM25Reference:
@@ -25,7 +25,7 @@ class BM25Reference:
 
 
 class DenseReference:
-    def __init__(self, model: LocalSentenceTransformer, ids: Sequence[str], texts: Sequence[str]) -> None:
+    def __init__(self, model: LocalModel, ids: Sequence[str], texts: Sequence[str]) -> None:
         self.model = model
         self.ids = list(ids)
         self.matrix = np.asarray(model.embed(list(texts)), dtype=np.float32)

@@ -47,7 +47,7 @@ from bench.fidelity import compare_documents
 from bench.harness import RESULTS_DIR, Deployment, Member, asyncpg_dsn, deployment, new_member
 from bench.publishing import Document, publish_and_wait
 from bench.report import environment, latency_summary, table, write_json
-from cortex_embedding.local_model import LocalSentenceTransformer, load_local_embedder
+from cortex_embedding.local_model import load_local_embedder
 from cortex_messaging.connection import connect
 
 SMALL_ORG_PASSAGES = 60
@@ -143,14 +143,13 @@ async def sanity(dep: Deployment, connection: Any, big: Member, small: Member, c
     }
 
 
-def _measure_query_embedding(model: LocalSentenceTransformer, queries: Sequence[str]) -> dict[str, Any]:
-    """One query at a time, as the aggregator embeds them: with torch's default threads, and with one."""
-    import torch
-
-    default_threads = torch.get_num_threads()
+def _measure_query_embedding(queries: Sequence[str]) -> dict[str, Any]:
+    """One query at a time, as the aggregator embeds them: on one thread (the aggregator's setting) and on
+    the backend's default (one per core), each with the backend the services use."""
     summaries: dict[str, Any] = {}
-    for threads in dict.fromkeys((default_threads, 1)):
-        torch.set_num_threads(threads)
+    for label, threads in (("1_thread", 1), ("default_threads", None)):
+        model = load_local_embedder(threads=threads)
+        assert model is not None
         for q in queries[:10]:
             model.embed([q])
         seconds = []
@@ -158,9 +157,9 @@ def _measure_query_embedding(model: LocalSentenceTransformer, queries: Sequence[
             started = time.perf_counter()
             model.embed([q])
             seconds.append(time.perf_counter() - started)
-        summaries[f"{threads}_threads"] = latency_summary(seconds)
-    torch.set_num_threads(default_threads)
-    return {"torch_default": default_threads, **summaries}
+        summaries[label] = latency_summary(seconds)
+        summaries["backend"] = type(model).__name__
+    return summaries
 
 
 def build_corpus(args: argparse.Namespace, max_size: int) -> tuple[Corpus, dict[str, float]]:
@@ -176,7 +175,7 @@ def build_corpus(args: argparse.Namespace, max_size: int) -> tuple[Corpus, dict[
     print(f"embedding {real_count} + {len(small)} real passages with the local model…", flush=True)
     real = np.array(model.embed([p.embedding_input() for p in big[:real_count]]), dtype=np.float32)
     small_vectors = np.array(model.embed([p.embedding_input() for p in small]), dtype=np.float32)
-    query_cost = _measure_query_embedding(model, queries)
+    query_cost = _measure_query_embedding(queries)
     corpus = Corpus(big, small, real, small_vectors, queries)
     return corpus, query_cost
 

