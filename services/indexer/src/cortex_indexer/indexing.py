@@ -82,13 +82,25 @@ async def _claim_newer(
 
 async def is_stale(ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUID, version: int) -> bool:
     """Cheap read before the expensive part: a duplicate or an older version needs no embedding."""
+    return await _prior_embeddings(ctx, meta, document_id, version, want_embeddings=False) is None
+
+
+async def _prior_embeddings(
+    ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUID, version: int, *, want_embeddings: bool = True
+) -> dict[str, list[float]] | None:
+    """None when the event is stale (a duplicate, or not newer than what is stored); else the stored
+    document's embeddings by passage hash, for the passages an edit left unchanged. One transaction."""
     async with ctx.sessions() as session, session.begin():
         await bind_organization(session, meta.organization_id)
         if await repository.was_processed(session, ctx.consumer, meta.event_id):
-            return True
+            return None
         stored = await repository.stored_version(session, document_id)
         _check_owner(stored, meta.organization_id)
-        return stored is not None and stored.version >= version
+        if stored is not None and stored.version >= version:
+            return None
+        if stored is None or not want_embeddings:
+            return {}
+        return await repository.embeddings_by_hash(session, document_id)
 
 
 Embeddings = list[list[float] | None]  # one per chunk; None: stored lexical-only, backfilled later
@@ -99,18 +111,13 @@ def fully_embedded(embeddings: Embeddings | None) -> bool:
 
 
 async def _embed_changed(
-    ctx: IndexingContext,
-    organization_id: uuid.UUID,
-    document_id: uuid.UUID,
-    chunks: list[Chunk],
+    ctx: IndexingContext, document_id: uuid.UUID, chunks: list[Chunk], known: dict[str, list[float]]
 ) -> Embeddings | None:
-    """Reuse the embeddings of unchanged passages, embed the rest. When the embedder fails (after its own
-    retries) the document is still indexed: the new passages lexical-only, until the backfill embeds them."""
+    """Reuse the embeddings of unchanged passages (`known`, by hash), embed the rest. When the embedder
+    fails (after its own retries) the document is still indexed: the new passages lexical-only, until the
+    backfill embeds them."""
     if ctx.embed is None or (ctx.space is not None and not ctx.space.writable):
         return None
-    async with ctx.sessions() as session, session.begin():
-        await bind_organization(session, organization_id)
-        known = await repository.embeddings_by_hash(session, document_id)
     missing = [chunk for chunk in chunks if chunk.content_hash not in known]
     try:
         vectors = await ctx.embed([c.embedding_input() for c in missing])
@@ -137,10 +144,11 @@ async def index_document(
     """
     if doc.organization_id != meta.organization_id:
         raise PoisonMessage("payload organizationId differs from the event's orgid")
-    if await is_stale(ctx, meta, doc.document_id, doc.version):
+    known = await _prior_embeddings(ctx, meta, doc.document_id, doc.version, want_embeddings=not failure_reason)
+    if known is None:
         return None
     chunks = [] if failure_reason else chunk_document(doc.title, body)
-    embeddings = None if failure_reason else await _embed_changed(ctx, doc.organization_id, doc.document_id, chunks)
+    embeddings = None if failure_reason else await _embed_changed(ctx, doc.document_id, chunks, known)
     now = datetime.now(UTC)
     async with ctx.sessions() as session, session.begin():
         if embeddings is not None and ctx.space is not None and not await embedding_space.holds(session, ctx.space):
