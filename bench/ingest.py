@@ -58,7 +58,7 @@ Workload = Callable[[Member], tuple[list[Document], Publish]]
 GOAL_RATIO = 0.85
 PAGE_SIZE = 100
 WARMUP_TEXTS = 64
-BARE_BATCH = 64  # the local model's batch size: the slices the bare run pads
+BARE_BATCH = 8  # the local model's slice (onnx_model.py): what the bare run pads
 BATCH_LOG = re.compile(r"embedding batches: (?P<fields>.*)$", re.MULTILINE)
 
 

@@ -1,10 +1,10 @@
 """Coalesce concurrent embed requests into large, length-sorted model calls, run in a worker thread.
 
-Handlers embed one document at a time. A transformer pads every text of a batch to the longest one,
-and sentence-transformers sorts each call by length and pads slices of `batch_size` (64) texts, so
-small calls are doubly expensive: under-filled batches, padded to their longest text. On bench/ingest's
-corpus a call of ~19 texts computes ~2× the real tokens; sorted calls of 256 texts ~1.3×, 744 ~1.1×
-(smaller slices would pad less, but cost more CPU per token on this model). Hence:
+Handlers embed one document at a time. A transformer pads every text of a batch to the longest one;
+the local model sorts each call by length and pads slices of 8 texts (ONNX Runtime; 64 on torch), so
+small calls are doubly expensive: under-filled slices, padded to their longest text. On bench/ingest's
+corpus, measured with torch's slices of 64, a call of ~19 texts computed ~2× the real tokens, sorted
+calls of 256 texts ~1.3×, 744 ~1.1×. Hence:
 
 - Large calls: when the model becomes free, the worker takes every request already queued, up to
   `max_batch` texts. What is queued is bounded by the callers — for the indexer, its concurrency ×
@@ -82,7 +82,7 @@ class BatchingEmbedder:
     A call stops gathering once it holds `max_batch` texts (the last request taken may carry it past;
     a request is never split). `linger_seconds` bounds how long the model waits idle to fill a call.
     `length` orders the texts of a call. `pad_group` only serves the padding estimate in `stats`: the
-    slice size the model pads (64 for the local sentence-transformers model).
+    slice size the model pads (8 for the local model on ONNX Runtime).
     """
 
     def __init__(
@@ -92,7 +92,7 @@ class BatchingEmbedder:
         linger_seconds: float = DEFAULT_LINGER_SECONDS,
         *,
         length: Callable[[str], int] = approximate_tokens,
-        pad_group: int = 64,
+        pad_group: int = 8,
     ) -> None:
         self.embedder = embedder
         self.stats = BatchStats()

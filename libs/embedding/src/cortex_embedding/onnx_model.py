@@ -1,9 +1,12 @@
 """A sentence-transformers model exported to ONNX (onnx_export.py), run by ONNX Runtime.
 
 Texts are tokenized by the model's own fast tokenizer (truncated at the model's `max_seq_length`, as
-sentence-transformers does), sorted by length and run in slices of `batch_size`, each padded only to its
-longest text; the vectors come back in the callers' order. A run releases the GIL for its whole length,
-so concurrent callers in worker threads do not queue behind one another in Python.
+sentence-transformers does), sorted by their exact token counts and run in slices of `batch_size`, each
+padded only to its longest text; the vectors come back in the callers' order. Slices are small (8): on
+bench/ingest's passages (~160 tokens) calls of 150 texts ran 8.5 texts/s in slices of 8, 6.6 in 16,
+5.0 in 32, 4.3 in 64 (best of two rounds, same process, on a loaded machine): less padding, and
+activations that stay in cache. A run releases the GIL for its whole length, so concurrent callers
+in worker threads do not queue behind one another in Python.
 """
 
 import json
@@ -36,7 +39,7 @@ def _session(onnx_file: Path, threads: int | None) -> Any:
 
 
 class OnnxSentenceEncoder:
-    def __init__(self, onnx_file: Path, model_dir: Path, threads: int | None = None, batch_size: int = 64) -> None:
+    def __init__(self, onnx_file: Path, model_dir: Path, threads: int | None = None, batch_size: int = 8) -> None:
         from tokenizers import Tokenizer
 
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
