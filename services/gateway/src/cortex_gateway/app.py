@@ -6,6 +6,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 
+from cortex_gateway.access import make_access_engine
 from cortex_gateway.credentials import JwtVerifier
 from cortex_gateway.limits import BodyLimit, RateLimit
 from cortex_gateway.problems import install_problem_handlers
@@ -22,16 +23,20 @@ from cortex_store.database import make_engine, make_sessionmaker
 def create_app(settings: GatewaySettings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        engine = make_engine(settings.database_url)
+        # Two pools, 5 connections (10 with overflow) in all, as before: the caller lookup on every request
+        # (autocommit, access.py), and sessions for the rest (plugin listing, readiness).
+        engine = make_engine(settings.database_url, pool_size=2)
+        access_engine = make_access_engine(settings.database_url, pool_size=3)
         nc = await connect(settings.nats_url, name="cortex-gateway")
         js = nc.jetstream()
         await ensure_streams(js)
-        app.state.resources = Resources(settings, engine, make_sessionmaker(engine), nc, js)
+        app.state.resources = Resources(settings, engine, make_sessionmaker(engine), nc, js, access_engine)
         app.state.plugins.use_database(app.state.resources.sessions)
         try:
             yield
         finally:
             await nc.drain()
+            await access_engine.dispose()
             await engine.dispose()
 
     app = FastAPI(
@@ -51,5 +56,6 @@ def create_app(settings: GatewaySettings) -> FastAPI:
     app.state.plugins = PluginRegistry.from_environment()  # pins now; plugins load on first use
     app.add_middleware(RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
-    FastAPIInstrumentor.instrument_app(app, excluded_urls="healthz,readyz")
+    # One server span per request; not one more per ASGI send/receive (two or three per request).
+    FastAPIInstrumentor.instrument_app(app, excluded_urls="healthz,readyz", exclude_spans=["receive", "send"])
     return app

@@ -16,3 +16,4 @@ class Resources:
     sessions: async_sessionmaker[AsyncSession]
     nc: NATS
     js: JetStreamContext
+    access_engine: AsyncEngine  # autocommit connections for the one-statement caller lookup (access.py)

@@ -8,7 +8,7 @@ import uuid
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from cortex_contracts import subjects
@@ -29,7 +29,7 @@ from cortex_contracts.memory import (
     RecallRequest,
 )
 from cortex_contracts.rpc import AgentMemoriesReply, EntryReply, RecallReply
-from cortex_gateway.aggregator_client import ask_aggregator
+from cortex_gateway.aggregator_client import ask_aggregator, relay_aggregator
 from cortex_gateway.auth import Caller, CallerDep, ResourcesDep
 from cortex_gateway.problems import Problem
 from cortex_gateway.resources import Resources
@@ -167,7 +167,7 @@ async def recall(
     work_id: Annotated[uuid.UUID | None, Query(alias="workId")] = None,
     session_id: Annotated[str | None, Query(alias="sessionId", max_length=200, pattern=NO_NUL)] = None,
     agent_id: Annotated[str | None, Query(alias="agentId", max_length=200, pattern=NO_NUL)] = None,
-) -> Recalled:
+) -> Response:
     request = RecallRequest(
         organization_id=caller.organization_id,
         q=q,
@@ -178,8 +178,7 @@ async def recall(
         memory_session_id=session_id,
         agent_id=agent_id,
     )
-    result: Recalled = await ask_aggregator(res, subjects.RPC_AGGREGATOR_RECALL, request, RecallReply)
-    return result
+    return await relay_aggregator(res, subjects.RPC_AGGREGATOR_RECALL, request, RecallReply, Recalled)
 
 
 @router.get(
@@ -202,11 +201,10 @@ async def agent_memories(
     limit: Annotated[int, Query(ge=1, le=MAX_RECALL_LIMIT)] = 50,
     work_id: Annotated[uuid.UUID | None, Query(alias="workId")] = None,
     agent_id: Annotated[str | None, Query(alias="agentId", max_length=200, pattern=NO_NUL)] = None,
-) -> AgentMemories:
+) -> Response:
     request = AgentMemoriesRequest(
         organization_id=caller.organization_id, work_id=work_id, agent_id=agent_id, limit=limit
     )
-    result: AgentMemories = await ask_aggregator(
-        res, subjects.RPC_AGGREGATOR_AGENT_MEMORIES, request, AgentMemoriesReply
+    return await relay_aggregator(
+        res, subjects.RPC_AGGREGATOR_AGENT_MEMORIES, request, AgentMemoriesReply, AgentMemories
     )
-    return result

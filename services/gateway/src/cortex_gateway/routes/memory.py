@@ -1,9 +1,13 @@
-"""`/api/memory`: the org feed and search, facets, stats, item detail."""
+"""`/api/memory`: the org feed and search, facets, stats, item detail.
+
+Each route relays the aggregator's result as it came (`relay_aggregator`); its `response_model` is what
+the OpenAPI document says the body is, and the relayed body has been validated against it."""
 
 import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
+from fastapi.responses import Response
 
 from cortex_contracts import subjects
 from cortex_contracts.base import NO_NUL
@@ -28,14 +32,14 @@ from cortex_contracts.rpc import (
     StatsReply,
     StatsRequest,
 )
-from cortex_gateway.aggregator_client import ask_aggregator
+from cortex_gateway.aggregator_client import relay_aggregator
 from cortex_gateway.auth import CallerDep, ResourcesDep
 from cortex_gateway.routes.responses import ERRORS, problem
 
 router = APIRouter(prefix="/api/memory", tags=["memory"])
 
 
-def feed_filters(
+async def feed_filters(
     type: Annotated[list[FilterText], Query(max_length=MAX_FILTER_VALUES, description="docClass (repeatable)")] = [],  # noqa: A002, B006
     work: Annotated[list[uuid.UUID], Query(max_length=MAX_FILTER_VALUES, description="Work id (repeatable)")] = [],  # noqa: B006
     mission: Annotated[list[uuid.UUID], Query(max_length=MAX_FILTER_VALUES, description="Mission id")] = [],  # noqa: B006
@@ -72,7 +76,7 @@ async def get_memory(
     ),
     limit: Annotated[int, Query(ge=1, le=MAX_FEED_LIMIT, description="Page size.")] = 20,
     cursor: Annotated[str | None, Query(max_length=2000, description="`nextCursor` of the previous page.")] = None,
-) -> FeedPage:
+) -> Response:
     request = FeedRequest(
         organization_id=caller.organization_id,
         q=(q or "").strip() or None,
@@ -82,8 +86,7 @@ async def get_memory(
         limit=limit,
         cursor=cursor,
     )
-    page: FeedPage = await ask_aggregator(res, subjects.RPC_AGGREGATOR_FEED, request, FeedReply)
-    return page
+    return await relay_aggregator(res, subjects.RPC_AGGREGATOR_FEED, request, FeedReply, FeedPage)
 
 
 @router.get(
@@ -94,10 +97,9 @@ async def get_memory(
     summary="Facet values with disjunctive counts",
     responses=ERRORS,
 )
-async def get_facets(caller: CallerDep, res: ResourcesDep, filters: FiltersDep) -> Facets:
+async def get_facets(caller: CallerDep, res: ResourcesDep, filters: FiltersDep) -> Response:
     request = FacetsRequest(organization_id=caller.organization_id, filters=filters)
-    result: Facets = await ask_aggregator(res, subjects.RPC_AGGREGATOR_FACETS, request, FacetsReply)
-    return result
+    return await relay_aggregator(res, subjects.RPC_AGGREGATOR_FACETS, request, FacetsReply, Facets)
 
 
 @router.get(
@@ -108,10 +110,9 @@ async def get_facets(caller: CallerDep, res: ResourcesDep, filters: FiltersDep) 
     summary="Headline numbers",
     responses=ERRORS,
 )
-async def get_stats(caller: CallerDep, res: ResourcesDep) -> Stats:
+async def get_stats(caller: CallerDep, res: ResourcesDep) -> Response:
     request = StatsRequest(organization_id=caller.organization_id)
-    result: Stats = await ask_aggregator(res, subjects.RPC_AGGREGATOR_STATS, request, StatsReply)
-    return result
+    return await relay_aggregator(res, subjects.RPC_AGGREGATOR_STATS, request, StatsReply, Stats)
 
 
 @router.get(
@@ -126,7 +127,6 @@ async def get_document(
     caller: CallerDep,
     res: ResourcesDep,
     document_id: Annotated[uuid.UUID, Path(description="Item id.")],
-) -> ItemDetail:
+) -> Response:
     request = ItemRequest(organization_id=caller.organization_id, document_id=document_id)
-    result: ItemDetail = await ask_aggregator(res, subjects.RPC_AGGREGATOR_ITEM, request, ItemReply)
-    return result
+    return await relay_aggregator(res, subjects.RPC_AGGREGATOR_ITEM, request, ItemReply, ItemDetail)

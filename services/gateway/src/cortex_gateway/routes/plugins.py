@@ -15,7 +15,7 @@ from cortex_store.tenancy import org_transaction
 router = APIRouter(prefix="/api/memory", tags=["plugins"])
 
 
-def plugin_registry(request: Request) -> PluginRegistry:
+async def plugin_registry(request: Request) -> PluginRegistry:
     registry: PluginRegistry = request.app.state.plugins
     return registry
 
