@@ -60,6 +60,8 @@ class Explained:
 
 # (label, every fragment the statement contains), first match wins.
 LABELS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("both legs: BM25 + dense exact", ("kb_postings", "<=>", "OFFSET 0")),
+    ("both legs: BM25 + dense hnsw", ("kb_postings", "<=>")),
     ("lexical (BM25 postings)", ("kb_postings",)),
     ("lexical (ts_rank)", ("ts_rank",)),
     ("dense exact", ("<=>", "OFFSET 0")),
@@ -67,6 +69,7 @@ LABELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("embedded chunk count", ("count(*)", "kb_chunks")),
     ("auth: membership", ("org_members",)),
     ("auth: organization", ("FROM organizations",)),
+    ("items with passages", ("kb_documents d", "unnest")),
     ("chunk texts", ("FROM kb_chunks", "ANY")),
     ("items by id", ("kb_documents d", "ANY")),
     ("bind organization (set_config)", ("set_config",)),

@@ -33,7 +33,9 @@ SQL is what the aggregator built and ran, nothing is copied. Key plan lines are 
 slowest kind; all plans go to bench/results/feed-explain.txt.
 
 With `--shapes` (the default), the database time of one request is measured for every pair, the
-aggregator's own statements against the shapes they replaced (bench/feed_shapes.py). With
+aggregator's own statements (since the facet index: one refresh statement, plus the page's rows for
+the feed) against the SQL they replaced, whose answers are checked equal to the index's
+(bench/feed_shapes.py). With
 `--experiments` (the default), the changes in EXPERIMENTS are then made by hand on the bench
 database, one at a time, with the services running: the 2-filter kinds measured again through the
 gateway and re-explained, the change undone — before/after in the report. No product code changes.
@@ -440,14 +442,14 @@ def _print_kind(result: dict[str, Any]) -> None:
 def statement_label(sql: str) -> str:
     """The aggregator's statements named after what built them; everything else as bench.explain does."""
     flat = " ".join(sql.split())
-    if "ORDER BY d.updated_at DESC" in flat:
-        return "feed: newest rows"
-    if flat.startswith("WITH ") and "GROUPING SETS" in flat:
-        return "facets: one scan"
-    if flat.startswith("SELECT EXISTS") and "mission_id IS NOT NULL" in flat:
-        return "has missions"
-    if flat.startswith("SELECT EXISTS") and "FROM teams" in flat:
-        return "has teams"
+    if "pg_current_snapshot" in flat:
+        return "facet index: refresh" if "changed_xid" in flat else "facet index: load"
+    if flat.startswith("SELECT 'work' AS kind"):
+        return "facet index: catalog"
+    if flat.startswith("SET LOCAL cortex.organization_id"):
+        return "bind organization (SET LOCAL)"
+    if "api_key_id" in flat and "organization_id" in flat:
+        return "auth: caller"
     return search_label(sql)
 
 
@@ -869,7 +871,7 @@ def print_shapes(shapes: dict[str, Any], size: int) -> None:
     print(
         f"\nDatabase time of one request at {size:,} documents over the {len(shapes['per_pair'])} pairs: its "
         f"statements in order, as cortex_app with the org bound, custom plans, best of {shapes['reps']} "
-        "(bench/feed_shapes.py; counts checked equal to the product's):"
+        "(bench/feed_shapes.py; the SQL's counts and pages checked equal to the facet index's):"
     )
     rows = [[name, s["mean"], s["p50"], s["p90"], s["max"]] for name, s in shapes["spread_ms"].items()]
     print(table(["request, statements", "mean ms", "p50 ms", "p90 ms", "max ms"], rows))

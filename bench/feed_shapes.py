@@ -1,24 +1,24 @@
-"""Statement-level before/after for bench.feed: the aggregator's feed and facet SQL against the shapes it
-replaced.
+"""Statement-level before/after for bench.feed: the database work of one feed or facets request now
+(the in-memory facet index) against the SQL the aggregator ran before it.
 
-The product's statements are built by the aggregator's own functions (`facets.statement`, as
-`facets.facets` runs it, and `items.recent_rows`, recorded instead of executed) and compiled for
-asyncpg, so nothing is copied. Each variant runs as the service role with the organization bound
-(`SET LOCAL ROLE cortex_app`, `set_config('cortex.organization_id', …, true)`), statements one after
-another as the aggregator sends them, on a connection without a statement cache (custom plans), best of
-`reps`; the transaction is always rolled back.
+The product's statements are the aggregator's own (`facet_indexes.REFRESH_SQL`, the statement each
+request runs to bring the index up to date, with nothing changed since the last; `items.BY_IDS` for the
+feed's page), and the index's answers come from the aggregator's own `OrgIndex`, loaded here with
+`facet_indexes.LOAD_SQL` and `facet_catalog.CATALOG_SQL` as the service loads it — nothing is copied.
+Each variant runs as the service role with the organization bound (`SET LOCAL ROLE cortex_app`,
+`set_config('cortex.organization_id', …, true)`), statements one after another, on a connection without
+a statement cache (custom plans), best of `reps`; the transaction is always rolled back.
 
 Variants:
-  facets product         one statement: the candidates (every filter but at most one holds) read as
-                         disjoint parts from the covering index kb_documents_facets, every facet
-                         counted from them (facets.py)
-  facets per facet       BEFORE (migration 0007), kept here for comparison only: one statement per facet,
-                         each reading the documents, tags filtered with `tags && …`
-  feed product           the tag filter through kb_document_tags (filters.py)
-  feed tags &&           BEFORE: the tag filter as `d.tags && …`, which row-level security keeps off any index
+  facets product         the refresh statement (the counting is numpy in the aggregator, not timed here)
+  facets per facet       BEFORE (migration 0007), kept for comparison only: one statement per facet, each
+                         reading the documents, tags filtered with `tags && …`; its counts are checked
+                         equal to the index's
+  feed product           the refresh statement, then the page's rows by id (ids from the index)
+  feed sql (before)      BEFORE: the newest matching rows straight from kb_documents, the tag filter
+                         through kb_document_tags; its ids are checked equal to the index's
 """
 
-import re
 import statistics
 import time
 import uuid
@@ -30,10 +30,13 @@ import asyncpg
 from sqlalchemy import text
 from sqlalchemy.dialects.postgresql import asyncpg as asyncpg_dialect
 
-from cortex_aggregator import facets as facet_queries
 from cortex_aggregator import items
+from cortex_aggregator.facet_catalog import CATALOG_SQL, catalog_from_rows
+from cortex_aggregator.facet_index import OrgIndex
+from cortex_aggregator.facet_indexes import LOAD_SQL, REFRESH_SQL
+from cortex_aggregator.facets import MAX_VALUES
 from cortex_aggregator.filters import FACETS, document_filter
-from cortex_contracts.rpc import FacetsRequest, FeedFilters
+from cortex_contracts.rpc import FeedFilters
 from cortex_store.tenancy import APP_ROLE, ORG_SETTING
 
 Pair = tuple[str, str]
@@ -44,10 +47,6 @@ TAG_TABLE = (
     " AND dt.tag = ANY(CAST(:f_tag AS text[])))"
 )
 TAG_ARRAY = "d.tags && CAST(:f_tag AS text[])"
-COMPILED_TAG_TABLE = re.compile(
-    r"d\.id IN \(SELECT dt\.document_id FROM kb_document_tags dt WHERE dt\.organization_id = \$\d+(?:::UUID)?"
-    r" AND dt\.tag = ANY\(CAST\((\$\d+) AS text\[\]\)\)\)"
-)
 
 # BEFORE (not product code): the per-facet statements the aggregator ran until migration 0007.
 _LIVE = "d.organization_id = :org AND d.deleted_at IS NULL"
@@ -85,11 +84,19 @@ def _filters(pair: Pair | None) -> FeedFilters:
     return FeedFilters() if pair is None else FeedFilters(type=[pair[0]], tag=[pair[1]])
 
 
-def product_facets(org: uuid.UUID, pair: Pair | None) -> list[Sql]:
-    """The counting statement `facets.facets` runs for these filters (an org with Missions and Teams)."""
-    request = FacetsRequest(organization_id=org, filters=_filters(pair))
-    sql, params = facet_queries.statement(request, list(FACETS))
-    return [_compiled(text(sql), {"org": org, **params})]
+async def load_index(dsn: str, org: uuid.UUID) -> tuple[OrgIndex, str]:
+    """The aggregator's index of the organization, loaded as the service loads it; and the snapshot xmin."""
+    timed = await run_as_service(dsn, org, [(LOAD_SQL, [org]), (CATALOG_SQL, [org])], reps=1)
+    documents, catalog = timed.rows
+    index = OrgIndex()
+    index.apply([row for row in documents if row["id"] is not None])
+    index.catalog = catalog_from_rows(catalog)
+    return index, str(documents[0]["xmin"])
+
+
+def refresh(org: uuid.UUID, xmin: str) -> list[Sql]:
+    """What every request runs first: the changes since the last read (none here)."""
+    return [(REFRESH_SQL, [org, xmin])]
 
 
 def per_facet_facets(org: uuid.UUID, pair: Pair | None) -> list[Sql]:
@@ -101,39 +108,21 @@ def per_facet_facets(org: uuid.UUID, pair: Pair | None) -> list[Sql]:
             SELECT {value} AS value, min({label}) AS label, count(*) AS count
             FROM kb_documents d{joins}
             WHERE {_LIVE} AND {condition}{where.sql.replace(TAG_TABLE, TAG_ARRAY)}
-            GROUP BY 1 ORDER BY count DESC, label, value LIMIT {facet_queries.MAX_VALUES}
+            GROUP BY 1 ORDER BY count DESC, label, value LIMIT {MAX_VALUES}
         """
         statements.append(_compiled(text(sql), {"org": org, **where.params}))
     return statements
 
 
-class _Recorder:
-    """Stands in for an AsyncSession: keeps what would have been executed, returns no rows."""
-
-    def __init__(self) -> None:
-        self.statements: list[tuple[Any, dict[str, Any]]] = []
-
-    async def execute(self, statement: Any, params: dict[str, Any] | None = None) -> list[Any]:
-        self.statements.append((statement, params or {}))
-        return []
-
-
-async def product_feed(org: uuid.UUID, pair: Pair, limit: int) -> list[Sql]:
-    """The statement `feed` runs for a first page without `q`."""
-    recorder = _Recorder()
+def sql_feed(org: uuid.UUID, pair: Pair, limit: int) -> list[Sql]:
+    """BEFORE: the newest matching rows straight from the table, keyset-ordered."""
     where = document_filter(_filters(pair))
-    await items.recent_rows(recorder, org, where, limit + 1, None)  # type: ignore[arg-type]
-    return [_compiled(statement, params) for statement, params in recorder.statements]
+    sql = f"{items.ITEM_SELECT}{where.sql} ORDER BY d.updated_at DESC, d.id DESC LIMIT :n"
+    return [_compiled(text(sql), {"org": org, "n": limit + 1, **where.params})]
 
 
-def with_tag_array(statements: Sequence[Sql]) -> list[Sql]:
-    """BEFORE: the same statements with the tag filter as `tags && …`."""
-    changed = []
-    for sql, args in statements:
-        replaced, found = COMPILED_TAG_TABLE.subn(r"d.tags && CAST(\1 AS text[])", sql)
-        assert found == 1, "the feed's tag filter is no longer kb_document_tags"
-        changed.append((replaced, args))
-    return changed
+def page_rows(org: uuid.UUID, ids: list[uuid.UUID]) -> list[Sql]:
+    return [_compiled(text(items.BY_IDS), {"org": org, "ids": ids})]
 
 
 @dataclass(frozen=True)
@@ -168,18 +157,21 @@ def _per_facet_counts(rows: list[list[Any]]) -> dict[tuple[str, str], int]:
     return {(facet, r["value"]): r["count"] for facet, found in zip(PER_FACET, rows, strict=True) for r in found}
 
 
-def _product_counts(rows: list[list[Any]]) -> dict[tuple[str, str], int]:
-    return {(r["facet"], r["value"]): int(r["count"]) for r in rows[0]}
+def _index_counts(index: OrgIndex, pair: Pair | None) -> dict[tuple[str, str], int]:
+    counted = index.count(_filters(pair), FACETS)
+    return {(facet, value): n for facet, found in counted.items() for value, _, n in found.values}
 
 
-async def _facet_variants(dsn: str, org: uuid.UUID, pair: Pair | None, reps: int) -> dict[str, float]:
-    product = await run_as_service(dsn, org, product_facets(org, pair), reps=reps)
+async def _facet_variants(
+    dsn: str, org: uuid.UUID, index: OrgIndex, xmin: str, pair: Pair | None, reps: int
+) -> dict[str, float]:
+    product = await run_as_service(dsn, org, refresh(org, xmin), reps=reps)
     before = await run_as_service(dsn, org, per_facet_facets(org, pair), reps=reps)
-    want, got = _per_facet_counts(before.rows), _product_counts(product.rows)
-    # Equal counts for every value both return (ties at the 100-value cut may pick different values).
-    if any(got[key] != count for key, count in want.items() if key in got):
-        raise AssertionError(f"the product's facet counts differ from the per-facet statements' for {pair}")
-    return {"product": product.ms, "per facet (before)": before.ms}
+    want, got = _per_facet_counts(before.rows), _index_counts(index, pair)
+    # Equal counts for every value the statements return (they keep the 100 largest per facet).
+    if any(got.get(key) != count for key, count in want.items()):
+        raise AssertionError(f"the index's facet counts differ from the per-facet statements' for {pair}")
+    return {"product (refresh)": product.ms, "per facet (before)": before.ms}
 
 
 def _spread(values: Sequence[float]) -> dict[str, float]:
@@ -196,21 +188,22 @@ async def compare(
     dsn: str, org: uuid.UUID, pairs: Sequence[Pair], counts: dict[Pair, int], limit: int, reps: int
 ) -> dict[str, Any]:
     """Database time of one request per pair under every variant; the spread over the pairs."""
+    index, xmin = await load_index(dsn, org)
     per_pair = []
     for pair in pairs:
         row: dict[str, Any] = {"type": pair[0], "tag": pair[1], "matches": counts.get(pair, 0)}
-        row |= {f"facets {name}": ms for name, ms in (await _facet_variants(dsn, org, pair, reps)).items()}
-        feed = await product_feed(org, pair, limit)
-        product = await run_as_service(dsn, org, feed, reps=reps)
-        before = await run_as_service(dsn, org, with_tag_array(feed), reps=reps)
-        if [r["id"] for r in product.rows[0]] != [r["id"] for r in before.rows[0]]:
-            raise AssertionError(f"the feed's items differ between the tag filters for {pair}")
-        row |= {"feed product": product.ms, "feed tags && (before)": before.ms}
+        row |= {f"facets {name}": ms for name, ms in (await _facet_variants(dsn, org, index, xmin, pair, reps)).items()}
+        ids = [key.id for key in index.newest(_filters(pair), None, limit + 1)]
+        product = await run_as_service(dsn, org, [*refresh(org, xmin), *page_rows(org, ids[:limit])], reps=reps)
+        before = await run_as_service(dsn, org, sql_feed(org, pair, limit), reps=reps)
+        if ids != [r["id"] for r in before.rows[0]]:
+            raise AssertionError(f"the index's feed page differs from the SQL's for {pair}")
+        row |= {"feed product (refresh + rows)": product.ms, "feed sql (before)": before.ms}
         per_pair.append(row)
     names = [k for k in per_pair[0] if k.startswith(("facets ", "feed "))]
     return {
         "reps": reps,
         "per_pair": per_pair,
         "spread_ms": {name: _spread([r[name] for r in per_pair]) for name in names},
-        "no_filter_facets_ms": await _facet_variants(dsn, org, None, reps),
+        "no_filter_facets_ms": await _facet_variants(dsn, org, index, xmin, None, reps),
     }

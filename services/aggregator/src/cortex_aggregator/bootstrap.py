@@ -5,9 +5,11 @@ import dataclasses
 import logging
 from dataclasses import dataclass, field
 
+from cortex_aggregator import retrieval
 from cortex_aggregator.agent_memories import list_agent_memories
 from cortex_aggregator.cursor import CursorCodec
 from cortex_aggregator.detail import item_detail
+from cortex_aggregator.facet_indexes import FacetIndexes
 from cortex_aggregator.facets import facets
 from cortex_aggregator.feed import FeedConfig, FeedContext, feed
 from cortex_aggregator.handlers import rpc_handler
@@ -40,6 +42,7 @@ from cortex_vector_stores.binding import store_of_its_own
 log = logging.getLogger(__name__)
 
 QUEUE_GROUP = "aggregator"
+APPLICATION_NAME = "cortex-aggregator"  # how its connections show in pg_stat_activity
 
 
 @dataclass
@@ -59,11 +62,18 @@ class Aggregator:
             settings.database_url,
             pool_size=settings.pool_size,
             # Parallel workers only add overhead when concurrent requests already use every core.
-            server_settings={"plan_cache_mode": "force_custom_plan", "max_parallel_workers_per_gather": "0"},
+            server_settings={
+                "application_name": APPLICATION_NAME,
+                "plan_cache_mode": "force_custom_plan",
+                "max_parallel_workers_per_gather": "0",
+                **retrieval.CONNECTION_SETTINGS,
+            },
+            pre_ping=False,  # every request is a read, tried again on a fresh connection (handlers.py)
         )
         nc = await connect(settings.nats_url, name="cortex-aggregator")
         try:
             sessions = make_sessionmaker(engine)
+            indexes = FacetIndexes(sessions, settings.facet_index_max_organizations)
             query = (
                 QueryEmbedding(sessions, self.embedder, settings.embedding_space_refresh_seconds)
                 if self.embedder
@@ -79,6 +89,7 @@ class Aggregator:
                     dense_weight=settings.dense_weight,
                     exact_scan_max_chunks=settings.exact_scan_max_chunks,
                 ),
+                indexes=indexes,
                 vectors=self.vectors,
             )
             recall_ctx = RecallContext(
@@ -98,7 +109,7 @@ class Aggregator:
                 RPC_AGGREGATOR_FACETS: rpc_handler(
                     models.FacetsRequest,
                     models.FacetsReply,
-                    lambda r: facets(sessions, r),
+                    lambda r: facets(indexes, r),
                 ),
                 RPC_AGGREGATOR_STATS: rpc_handler(models.StatsRequest, models.StatsReply, lambda r: stats(sessions, r)),
                 RPC_AGGREGATOR_ITEM: rpc_handler(

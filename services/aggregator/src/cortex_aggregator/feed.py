@@ -3,13 +3,16 @@
 import hashlib
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator import items, retrieval
 from cortex_aggregator.cursor import BadCursor, CursorCodec
+from cortex_aggregator.dense_plan import DensePlan
+from cortex_aggregator.facet_index import Key, from_micros, to_micros
+from cortex_aggregator.facet_indexes import FacetIndexes
 from cortex_aggregator.filters import DocumentFilter, document_filter
 from cortex_aggregator.fusion import reciprocal_rank_fusion
 from cortex_aggregator.store_dense import store_dense_hits
@@ -29,7 +32,7 @@ class FeedConfig:
     rrf_k: int = 60
     lexical_weight: float = 1.0
     dense_weight: float = 1.0
-    exact_scan_max_chunks: int = 20_000
+    exact_scan_max_chunks: int = 5_000
 
 
 @dataclass(frozen=True)
@@ -38,7 +41,9 @@ class FeedContext:
     cursors: CursorCodec
     embed_query: EmbedQuery | None
     config: FeedConfig
+    indexes: FacetIndexes  # the feed without `q` reads the facet index
     vectors: VectorStore | None = None  # a vector store of its own (Qdrant); None: pgvector, in the same SQL
+    dense_plan: DensePlan = field(default_factory=DensePlan)
 
 
 def _query_key(request: FeedRequest) -> str:
@@ -61,30 +66,62 @@ async def feed(ctx: FeedContext, request: FeedRequest) -> FeedPage:
     where = document_filter(request.filters)
     if request.q:
         return await _search(ctx, request, where, state)
-    return await _recent(ctx, request, where, state)
+    return await _recent(ctx, request, state)
 
 
-async def _recent(
-    ctx: FeedContext,
-    request: FeedRequest,
-    where: DocumentFilter,
-    state: dict[str, object] | None,
-) -> FeedPage:
-    after: tuple[datetime, uuid.UUID] | None = None
+async def _recent(ctx: FeedContext, request: FeedRequest, state: dict[str, object] | None) -> FeedPage:
+    """Newest first: the facet index picks the page (keyset-paged on (updated_at, id), so every item
+    appears exactly once); only the page's rows are read, in the snapshot the index was brought to."""
+    after: Key | None = None
     if state is not None:
-        try:
-            after = (datetime.fromisoformat(str(state["u"])), uuid.UUID(str(state["i"])))
-        except (KeyError, ValueError) as exc:
+        try:  # (a time without a zone cannot be subtracted from the epoch: TypeError)
+            after = Key(to_micros(datetime.fromisoformat(str(state["u"]))), uuid.UUID(str(state["i"])))
+        except (KeyError, TypeError, ValueError) as exc:
             raise BadCursor("cursor is not valid") from exc
-    async with org_transaction(ctx.sessions, request.organization_id) as session:
-        rows = await items.recent_rows(session, request.organization_id, where, request.limit + 1, after)
-    page = [items.to_item(row, items.shorten(row.body_head)) for row in rows[: request.limit]]
+    org = request.organization_id
+    keys, rows = await ctx.indexes.read(
+        org,
+        lambda index: index.newest(request.filters, after, request.limit + 1),
+        lambda session, keys: items.rows_by_id(session, org, [key.id for key in keys[: request.limit]]),
+    )
+    page = [
+        items.to_item(rows[key.id], items.shorten(rows[key.id].body_head))
+        for key in keys[: request.limit]
+        if key.id in rows
+    ]
     next_cursor = None
-    if len(rows) > request.limit:
-        last = rows[request.limit - 1]
-        state = {"k": _query_key(request), "u": last.updated_at.isoformat(), "i": str(last.id)}
+    if len(keys) > request.limit:
+        last = keys[request.limit - 1]
+        state = {"k": _query_key(request), "u": from_micros(last.updated).isoformat(), "i": str(last.id)}
         next_cursor = ctx.cursors.encode(state)
     return FeedPage(items=page, next_cursor=next_cursor)
+
+
+async def _legs(
+    ctx: FeedContext,
+    session: AsyncSession,
+    request: FeedRequest,
+    where: DocumentFilter,
+    vector: list[float] | None,
+    depth: int,
+) -> tuple[list[retrieval.Hit], list[retrieval.Hit]]:
+    """(lexical, dense) hits; in one statement when both legs run in PostgreSQL."""
+    assert request.q is not None
+    org = request.organization_id
+    want_lexical = request.mode is not RetrievalMode.SEMANTIC or vector is None  # never fail for want of an embedder
+    if vector is None:
+        return await retrieval.lexical_hits(session, org, request.q, where, depth), []
+    if ctx.vectors is not None:
+        lexical = await retrieval.lexical_hits(session, org, request.q, where, depth) if want_lexical else []
+        return lexical, await store_dense_hits(session, ctx.vectors, org, vector, where, depth)
+
+    async def too_many() -> bool:
+        return await retrieval.embedded_chunks_exceed(session, org, where, ctx.config.exact_scan_max_chunks)
+
+    exact = await ctx.dense_plan.exact(org, where, too_many)
+    if not want_lexical:
+        return [], await retrieval.dense_hits(session, org, vector, where, depth, exact=exact)
+    return await retrieval.hybrid_hits(session, org, request.q, vector, where, depth, exact=exact)
 
 
 async def _search(
@@ -102,15 +139,7 @@ async def _search(
     use_dense = ctx.embed_query is not None and request.mode is not RetrievalMode.LEXICAL
     vector = await ctx.embed_query(request.q) if ctx.embed_query and use_dense else None
     async with org_transaction(ctx.sessions, org) as session:
-        lexical: list[retrieval.Hit] = []
-        if request.mode is not RetrievalMode.SEMANTIC or vector is None:  # never fail for want of an embedder
-            lexical = await retrieval.lexical_hits(session, org, request.q, where, depth)
-        dense: list[retrieval.Hit] = []
-        if vector is not None and ctx.vectors is not None:
-            dense = await store_dense_hits(session, ctx.vectors, org, vector, where, depth)
-        elif vector is not None:
-            exact = not await retrieval.embedded_chunks_exceed(session, org, where, config.exact_scan_max_chunks)
-            dense = await retrieval.dense_hits(session, org, vector, where, depth, exact=exact)
+        lexical, dense = await _legs(ctx, session, request, where, vector, depth)
         fused = reciprocal_rank_fusion(
             [
                 ([hit.document_id for hit in lexical], config.lexical_weight),
@@ -125,12 +154,9 @@ async def _search(
             ordered = sorted(rows.values(), key=lambda row: (row.updated_at, row.id), reverse=True)
             fused = [(row.id, scores[row.id]) for row in ordered]
         window = fused[offset : offset + request.limit]
-        rows = await items.rows_by_id(session, org, [doc for doc, _ in window])
-        texts = await items.chunk_texts(session, org, [best_chunk[doc] for doc, _ in window])
+        rows = await items.rows_with_passages(session, org, [(doc, best_chunk[doc]) for doc, _ in window])
     page: list[MemoryItem] = [
-        items.to_item(rows[doc], items.shorten(texts.get(best_chunk[doc], "")), score)
-        for doc, score in window
-        if doc in rows
+        items.to_item(rows[doc], items.shorten(rows[doc].passage or ""), score) for doc, score in window if doc in rows
     ]
     has_more = len(fused) > offset + request.limit and offset + request.limit < MAX_SEARCH_DEPTH
     next_cursor = ctx.cursors.encode({"k": _query_key(request), "o": offset + request.limit}) if has_more else None

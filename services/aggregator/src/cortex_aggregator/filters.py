@@ -1,6 +1,8 @@
 """Facet filters as SQL over `kb_documents d`: OR within a facet, AND across facets.
 
-Every fragment is bounded by `:org` in the code itself; row-level security is the second wall.
+Search (the feed with `q`) filters with these; the feed without `q` and the facets apply the same
+filters to the in-memory facet index (facet_index.py). Every fragment is bounded by `:org` in the code
+itself; row-level security is the second wall.
 """
 
 from dataclasses import dataclass, field
@@ -32,15 +34,6 @@ _CONDITIONS = {
 }
 
 
-# The same tests as per-row expressions, for statements that read every candidate row anyway (the
-# facets): there the tag test is the document's own `tags`, which the indexer writes in the same
-# transaction as its kb_document_tags rows, and which a covering index holds. One `value = ANY(d.tags)`
-# per selected tag costs far less than `d.tags && …`: reading 100k index entries took 11 ms of CPU with
-# the first as filter, 26 ms with the second (10 ms with none).
-def _tag_test(count: int) -> str:
-    return "(" + " OR ".join(f"(CAST(:f_tag AS text[]))[{i}] = ANY(d.tags)" for i in range(1, count + 1)) + ")"
-
-
 @dataclass(frozen=True)
 class DocumentFilter:
     sql: str
@@ -64,10 +57,3 @@ def document_filter(filters: FeedFilters, *, except_facet: str | None = None) ->
     values = {facet: v for facet, v in active_values(filters).items() if facet != except_facet}
     sql = "".join(f" AND {_CONDITIONS[facet]}" for facet in values)
     return DocumentFilter(sql, _params(values))
-
-
-def row_tests(filters: FeedFilters) -> tuple[dict[str, str], dict[str, Any]]:
-    """Per active facet, a boolean expression over `d` that is true when the row passes that filter."""
-    values = active_values(filters)
-    tests = {facet: _tag_test(len(v)) if facet == "tag" else _CONDITIONS[facet] for facet, v in values.items()}
-    return tests, _params(values)

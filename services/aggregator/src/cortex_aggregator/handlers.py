@@ -1,10 +1,16 @@
-"""Entry points for `rpc.aggregator.*`: bytes in, one reply out, whatever happens."""
+"""Entry points for `rpc.aggregator.*`: bytes in, one reply out, whatever happens.
+
+Connections are taken from the pool without a pre-ping (three round trips each). A connection the
+server closed since (a restart, an idle timeout) fails its statement instead; SQLAlchemy then discards
+the pool's stale connections, and the request — every one is a read — is worked once more.
+"""
 
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+from sqlalchemy.exc import DBAPIError
 
 from cortex_aggregator.cursor import BadCursor
 from cortex_aggregator.detail import ItemNotFound
@@ -20,9 +26,17 @@ def rpc_handler(
     reply_model: type[Reply[Any]],
     work: Callable[[Request], Awaitable[Any]],
 ) -> Callable[[bytes], Awaitable[bytes]]:
+    async def work_once_more_if_disconnected(request: Request) -> Any:
+        try:
+            return await work(request)
+        except DBAPIError as exc:
+            if not exc.connection_invalidated:
+                raise
+            return await work(request)
+
     async def handle(payload: bytes) -> bytes:
         try:
-            reply = reply_model(result=await work(request_model.model_validate_json(payload)))
+            reply = reply_model(result=await work_once_more_if_disconnected(request_model.model_validate_json(payload)))
         except ValidationError as exc:
             reply = reply_model(error=RpcError(status=400, title="Invalid request", detail=str(exc)[:2000]))
         except BadCursor as exc:

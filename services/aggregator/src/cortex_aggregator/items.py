@@ -2,13 +2,11 @@
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from cortex_aggregator.filters import DocumentFilter
 from cortex_contracts.memory_item import ItemKind, MemoryItem
 
 SNIPPET_CHARS = 280
@@ -33,7 +31,14 @@ WHERE d.organization_id = :org AND d.deleted_at IS NULL
 
 BY_IDS = ITEM_SELECT + " AND d.id = ANY(:ids)"
 
-CHUNK_TEXTS = text("SELECT id, text FROM kb_chunks WHERE organization_id = :org AND id = ANY(:ids)")
+# A search page: each document with the passage that matched it, in one statement.
+WITH_PASSAGES = f"""
+WITH items AS ({BY_IDS})
+SELECT items.*, c.text AS passage
+FROM items
+JOIN unnest(CAST(:ids AS uuid[]), CAST(:chunks AS bigint[])) AS pick(id, chunk_id) ON pick.id = items.id
+LEFT JOIN kb_chunks c ON c.organization_id = :org AND c.id = pick.chunk_id
+"""
 
 
 def shorten(passage: str, limit: int = SNIPPET_CHARS) -> str:
@@ -70,24 +75,10 @@ async def rows_by_id(session: AsyncSession, org: uuid.UUID, ids: Sequence[uuid.U
     return {row.id: row for row in result}
 
 
-async def chunk_texts(session: AsyncSession, org: uuid.UUID, ids: Sequence[int]) -> dict[int, str]:
-    result = await session.execute(CHUNK_TEXTS, {"org": org, "ids": list(ids)})
-    return {row.id: row.text for row in result}
-
-
-async def recent_rows(
-    session: AsyncSession,
-    org: uuid.UUID,
-    where: DocumentFilter,
-    n: int,
-    after: tuple[datetime, uuid.UUID] | None,
-) -> list[Any]:
-    """Newest first; keyset-paged on (updated_at, id) so every item appears exactly once."""
-    keyset = (
-        " AND (d.updated_at, d.id) < (CAST(:after_updated AS timestamptz), CAST(:after_id AS uuid))" if after else ""
-    )
-    statement = text(f"{ITEM_SELECT}{where.sql}{keyset} ORDER BY d.updated_at DESC, d.id DESC LIMIT :n")
-    params: dict[str, Any] = {"org": org, "n": n, **where.params}
-    if after:
-        params |= {"after_updated": after[0], "after_id": after[1]}
-    return list(await session.execute(statement, params))
+async def rows_with_passages(
+    session: AsyncSession, org: uuid.UUID, picks: Sequence[tuple[uuid.UUID, int]]
+) -> dict[uuid.UUID, Any]:
+    """Rows by document id, each with `passage`: the text of the chunk picked for it."""
+    params = {"org": org, "ids": [doc for doc, _ in picks], "chunks": [chunk for _, chunk in picks]}
+    result = await session.execute(text(WITH_PASSAGES), params)
+    return {row.id: row for row in result}

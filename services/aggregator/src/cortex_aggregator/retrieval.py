@@ -12,8 +12,9 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from cortex_aggregator.filters import DocumentFilter
 
-HNSW_EF_SEARCH = 200
+HNSW_EF_SEARCH = 300  # the first pages' need (k = 3 x 100 candidates), set per connection: no statement
 HNSW_EF_SEARCH_MAX = 1000  # pgvector's upper bound
+CONNECTION_SETTINGS = {"hnsw.ef_search": str(HNSW_EF_SEARCH)}
 
 
 @dataclass(frozen=True)
@@ -102,13 +103,53 @@ def _hits(rows: Any) -> list[Hit]:
     return [Hit(row.document_id, row.chunk_id, float(row.score)) for row in rows]
 
 
+def _best_first(hits: list[Hit]) -> list[Hit]:
+    return sorted(hits, key=lambda hit: (-hit.score, hit.document_id))
+
+
 BM25_K1 = 1.5
 BM25_B = 0.75
 
 
+def _lexical_params(org: uuid.UUID, q: str, where: DocumentFilter, n: int) -> dict[str, Any]:
+    return {"org": org, "q": q, "n": n, "k1": BM25_K1, "b": BM25_B, **where.params}
+
+
+def _dense_params(org: uuid.UUID, vector: list[float], where: DocumentFilter, n: int) -> dict[str, Any]:
+    return {"org": org, "qvec": "[" + ",".join(f"{x:.7g}" for x in vector) + "]", "k": n * 3, **where.params}
+
+
 async def lexical_hits(session: AsyncSession, org: uuid.UUID, q: str, where: DocumentFilter, n: int) -> list[Hit]:
-    params = {"org": org, "q": q, "n": n, "k1": BM25_K1, "b": BM25_B, **where.params}
-    return _hits(await session.execute(text(_lexical(where)), params))
+    return _hits(await session.execute(text(_lexical(where)), _lexical_params(org, q, where, n)))
+
+
+async def hybrid_hits(
+    session: AsyncSession,
+    org: uuid.UUID,
+    q: str,
+    vector: list[float],
+    where: DocumentFilter,
+    n: int,
+    *,
+    exact: bool,
+) -> tuple[list[Hit], list[Hit]]:
+    """Both legs in one round trip: (lexical, dense), each best first. The dense leg as `dense_hits` does it
+    (a short HNSW walk, or a page deeper than its ef_search allows, is answered by `dense_hits` after)."""
+    if not exact and n * 3 > HNSW_EF_SEARCH:
+        return await lexical_hits(session, org, q, where, n), await dense_hits(
+            session, org, vector, where, n, exact=False
+        )
+    statement = (
+        f"SELECT 'lexical' AS leg, document_id, chunk_id, score FROM ({_lexical(where)}) lexical\n"
+        f"UNION ALL\nSELECT 'dense', document_id, chunk_id, score FROM ({_dense(where, exact=exact)}) dense"
+    )
+    params = _lexical_params(org, q, where, n) | _dense_params(org, vector, where, n)
+    rows = (await session.execute(text(statement), params)).all()
+    lexical = _best_first(_hits(row for row in rows if row.leg == "lexical"))
+    dense = _best_first(_hits(row for row in rows if row.leg == "dense"))[:n]
+    if not exact and len(dense) < n:  # the HNSW walk came back short: the exact scan answers
+        dense = await dense_hits(session, org, vector, where, n, exact=True)
+    return lexical, dense
 
 
 async def embedded_chunks_exceed(session: AsyncSession, org: uuid.UUID, where: DocumentFilter, limit: int) -> bool:
@@ -131,12 +172,13 @@ async def dense_hits(
 ) -> list[Hit]:
     """Top `n` documents by their nearest chunk: approximate (HNSW) for big sets, exact otherwise or
     whenever the approximate walk came back short."""
-    params = {"org": org, "qvec": "[" + ",".join(f"{x:.7g}" for x in vector) + "]", "k": n * 3, **where.params}
+    params = _dense_params(org, vector, where, n)
     if not exact:
-        ef_search = min(HNSW_EF_SEARCH_MAX, max(HNSW_EF_SEARCH, n * 3))
-        await session.execute(text(f"SET LOCAL hnsw.ef_search = {ef_search}"))
+        if n * 3 > HNSW_EF_SEARCH:  # deeper than the connection's default
+            ef_search = min(HNSW_EF_SEARCH_MAX, n * 3)
+            await session.execute(text(f"SET LOCAL hnsw.ef_search = {ef_search}"))
         hits = _hits(await session.execute(text(_dense(where, exact=False)), params))
         if len(hits) >= n:
-            return sorted(hits, key=lambda hit: hit.score, reverse=True)[:n]
+            return _best_first(hits)[:n]
     hits = _hits(await session.execute(text(_dense(where, exact=True)), params))
-    return sorted(hits, key=lambda hit: hit.score, reverse=True)[:n]
+    return _best_first(hits)[:n]

@@ -46,9 +46,16 @@ class AggregatorSettings(BaseSettings):
         description="Recall: relevance = share x BM25/max BM25 + (1 - share) x cosine (a convex score fusion).",
     )
     exact_scan_max_chunks: int = Field(
-        default=20_000,
+        default=5_000,
         ge=0,
-        description="Up to this many embedded chunks in an org, the dense leg scans exactly.",
+        description="Up to this many embedded candidate chunks, the dense leg scans exactly; above, it walks "
+        "HNSW first (measured by bench/search at 10k chunks: exact scan 8 ms of PostgreSQL CPU, walk ~2 ms).",
+    )
+    facet_index_max_organizations: int = Field(
+        default=16,
+        ge=1,
+        description="Organizations whose facet index (feed without q, facets) is kept in memory, least recently "
+        "used dropped; about 20 MB per 100k documents.",
     )
     pool_size: int = Field(default=8, ge=1)
     log_level: str = "INFO"
