@@ -334,8 +334,12 @@ async def test_interleaved_transactions_over_two_connections_never_see_the_other
     order = [seeded.a.id, seeded.b.id] * 500
     random.Random(1000).shuffle(order)
 
+    # Requests in flight are bounded: 1,000 waiting at once for two connections would wait longer than
+    # the pool's checkout timeout on a busy machine.
+    in_flight = asyncio.Semaphore(32)
+
     async def request(org_id: uuid.UUID) -> tuple[uuid.UUID, int, list[tuple[uuid.UUID, uuid.UUID]]]:
-        async with org_transaction(sessions, org_id) as session:
+        async with in_flight, org_transaction(sessions, org_id) as session:
             pid = int(await session.scalar(text("SELECT pg_backend_pid()")) or 0)
             await asyncio.sleep(0)  # let the other requests interleave while this transaction is open
             rows = await session.execute(text("SELECT id, organization_id FROM kb_documents"))
