@@ -10,6 +10,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator import retrieval
+from cortex_aggregator.corpus_stats import CorpusStats
 from cortex_aggregator.filters import document_filter
 from cortex_contracts.rpc import FeedFilters
 from cortex_embedding.local_model import load_local_embedder
@@ -53,13 +54,14 @@ async def test_one_statement_equals_each_leg_alone_exact_or_walking_the_graph_fi
     where = document_filter(FeedFilters())
 
     async with org_transaction(sessions, org.id) as session:
-        lexical = await retrieval.lexical_hits(session, org.id, Q, where, DEPTH)
+        corpus = await CorpusStats().of(session, org.id)
+        lexical = await retrieval.lexical_hits(session, org.id, Q, where, DEPTH, corpus)
         exact = await retrieval.dense_hits(session, org.id, vector, where, DEPTH, exact=True)
-        together = await retrieval.hybrid_hits(session, org.id, Q, vector, where, DEPTH, exact=True)
+        together = await retrieval.hybrid_hits(session, org.id, Q, vector, where, DEPTH, corpus, exact=True)
         # The walk must use the HNSW index (a tiny table would otherwise be scanned). It returns this
         # org's 3 of the 100 asked for at most — short — so the exact scan answers after it.
         await session.execute(text("SET LOCAL enable_seqscan = off"))
-        walked = await retrieval.hybrid_hits(session, org.id, Q, vector, where, DEPTH, exact=False)
+        walked = await retrieval.hybrid_hits(session, org.id, Q, vector, where, DEPTH, corpus, exact=False)
 
     assert lexical and lexical[0].document_id == ids["Pricing"]
     assert {hit.document_id for hit in exact} == set(ids.values())

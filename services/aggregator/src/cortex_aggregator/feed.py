@@ -9,6 +9,7 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator import items, retrieval
+from cortex_aggregator.corpus_stats import CorpusStats
 from cortex_aggregator.cursor import BadCursor, CursorCodec
 from cortex_aggregator.dense_plan import DensePlan
 from cortex_aggregator.facet_index import Key, from_micros, to_micros
@@ -44,6 +45,7 @@ class FeedContext:
     indexes: FacetIndexes  # the feed without `q` reads the facet index
     vectors: VectorStore | None = None  # a vector store of its own (Qdrant); None: pgvector, in the same SQL
     dense_plan: DensePlan = field(default_factory=DensePlan)
+    corpus_stats: CorpusStats = field(default_factory=CorpusStats)
 
 
 def _query_key(request: FeedRequest) -> str:
@@ -107,21 +109,23 @@ async def _legs(
 ) -> tuple[list[retrieval.Hit], list[retrieval.Hit]]:
     """(lexical, dense) hits; in one statement when both legs run in PostgreSQL."""
     assert request.q is not None
-    org = request.organization_id
+    org, q = request.organization_id, request.q
     want_lexical = request.mode is not RetrievalMode.SEMANTIC or vector is None  # never fail for want of an embedder
+    corpus = await ctx.corpus_stats.of(session, org) if want_lexical else None
     if vector is None:
-        return await retrieval.lexical_hits(session, org, request.q, where, depth), []
+        assert corpus is not None
+        return await retrieval.lexical_hits(session, org, q, where, depth, corpus), []
     if ctx.vectors is not None:
-        lexical = await retrieval.lexical_hits(session, org, request.q, where, depth) if want_lexical else []
+        lexical = await retrieval.lexical_hits(session, org, q, where, depth, corpus) if corpus else []
         return lexical, await store_dense_hits(session, ctx.vectors, org, vector, where, depth)
 
     async def too_many() -> bool:
         return await retrieval.embedded_chunks_exceed(session, org, where, ctx.config.exact_scan_max_chunks)
 
     exact = await ctx.dense_plan.exact(org, where, too_many)
-    if not want_lexical:
+    if corpus is None:
         return [], await retrieval.dense_hits(session, org, vector, where, depth, exact=exact)
-    return await retrieval.hybrid_hits(session, org, request.q, vector, where, depth, exact=exact)
+    return await retrieval.hybrid_hits(session, org, q, vector, where, depth, corpus, exact=exact)
 
 
 async def _search(

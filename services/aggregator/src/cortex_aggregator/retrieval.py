@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from cortex_aggregator.corpus_stats import Corpus
 from cortex_aggregator.filters import DocumentFilter
 
 HNSW_EF_SEARCH = 300  # the first pages' need (k = 3 x 100 candidates), set per connection: no statement
@@ -40,7 +41,9 @@ def _lexical(where: DocumentFilter) -> str:
     carries every column used here), once; document frequencies come from the same rows, so df counts
     every document of the org while the facet filters restrict only which documents are ranked. Hash
     aggregates throughout: nothing is sorted but the top `n`. k1 and b are cast: left to infer,
-    PostgreSQL types them as integers from `:k1 + 1`, and 1.5 and 0.75 arrive as 1 and 0.
+    PostgreSQL types them as integers from `:k1 + 1`, and 1.5 and 0.75 arrive as 1 and 0. The corpus
+    statistics (N, average length) are parameters (corpus_stats.py: a big org's are remembered for a
+    while), so a word's df may exceed a remembered N by a few documents: the idf takes the larger.
     """
     return f"""
 WITH q AS MATERIALIZED (
@@ -54,10 +57,10 @@ WITH q AS MATERIALIZED (
     SELECT document_id, lexeme, sum(tf)::float8 AS tf, max(document_tokens)::float8 AS dl
     FROM postings GROUP BY document_id, lexeme
 ), corpus AS (
-    SELECT count(*)::float8 AS n, greatest(avg(token_count), 1)::float8 AS avgdl
-    FROM kb_documents WHERE organization_id = :org AND deleted_at IS NULL
+    SELECT CAST(:corpus_documents AS float8) AS n, CAST(:corpus_average_tokens AS float8) AS avgdl
 ), weights AS (
-    SELECT t.lexeme, min(q.qtf) * ln(1 + (min(corpus.n) - count(*) + 0.5) / (count(*) + 0.5)) AS w
+    SELECT t.lexeme,
+           min(q.qtf) * ln(1 + (greatest(min(corpus.n), count(*)) - count(*) + 0.5) / (count(*) + 0.5)) AS w
     FROM terms t JOIN q USING (lexeme) CROSS JOIN corpus
     GROUP BY t.lexeme
 ), ranked AS (
@@ -111,16 +114,19 @@ BM25_K1 = 1.5
 BM25_B = 0.75
 
 
-def _lexical_params(org: uuid.UUID, q: str, where: DocumentFilter, n: int) -> dict[str, Any]:
-    return {"org": org, "q": q, "n": n, "k1": BM25_K1, "b": BM25_B, **where.params}
+def _lexical_params(org: uuid.UUID, q: str, where: DocumentFilter, n: int, corpus: Corpus) -> dict[str, Any]:
+    statistics = {"corpus_documents": corpus.documents, "corpus_average_tokens": corpus.average_tokens}
+    return {"org": org, "q": q, "n": n, "k1": BM25_K1, "b": BM25_B, **statistics, **where.params}
 
 
 def _dense_params(org: uuid.UUID, vector: list[float], where: DocumentFilter, n: int) -> dict[str, Any]:
     return {"org": org, "qvec": "[" + ",".join(f"{x:.7g}" for x in vector) + "]", "k": n * 3, **where.params}
 
 
-async def lexical_hits(session: AsyncSession, org: uuid.UUID, q: str, where: DocumentFilter, n: int) -> list[Hit]:
-    return _hits(await session.execute(text(_lexical(where)), _lexical_params(org, q, where, n)))
+async def lexical_hits(
+    session: AsyncSession, org: uuid.UUID, q: str, where: DocumentFilter, n: int, corpus: Corpus
+) -> list[Hit]:
+    return _hits(await session.execute(text(_lexical(where)), _lexical_params(org, q, where, n, corpus)))
 
 
 async def hybrid_hits(
@@ -130,20 +136,21 @@ async def hybrid_hits(
     vector: list[float],
     where: DocumentFilter,
     n: int,
+    corpus: Corpus,
     *,
     exact: bool,
 ) -> tuple[list[Hit], list[Hit]]:
     """Both legs in one round trip: (lexical, dense), each best first. The dense leg as `dense_hits` does it
     (a short HNSW walk, or a page deeper than its ef_search allows, is answered by `dense_hits` after)."""
     if not exact and n * 3 > HNSW_EF_SEARCH:
-        return await lexical_hits(session, org, q, where, n), await dense_hits(
+        return await lexical_hits(session, org, q, where, n, corpus), await dense_hits(
             session, org, vector, where, n, exact=False
         )
     statement = (
         f"SELECT 'lexical' AS leg, document_id, chunk_id, score FROM ({_lexical(where)}) lexical\n"
         f"UNION ALL\nSELECT 'dense', document_id, chunk_id, score FROM ({_dense(where, exact=exact)}) dense"
     )
-    params = _lexical_params(org, q, where, n) | _dense_params(org, vector, where, n)
+    params = _lexical_params(org, q, where, n, corpus) | _dense_params(org, vector, where, n)
     rows = (await session.execute(text(statement), params)).all()
     lexical = _best_first(_hits(row for row in rows if row.leg == "lexical"))
     dense = _best_first(_hits(row for row in rows if row.leg == "dense"))[:n]

@@ -1,0 +1,60 @@
+"""BM25's corpus statistics of an organization (documents, average length), remembered for big ones.
+
+Counting them reads every live document of the organization: 27 ms of a 100k-document search. Above
+`exact_below` documents they are remembered for `ttl_seconds`; what a few seconds of writes change in
+a big corpus moves scores by a negligible fraction. Below, they are counted on every search (cheap
+there), so a small or new organization ranks with its exact statistics.
+"""
+
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+COUNT = text(
+    "SELECT count(*)::float8 AS n, greatest(avg(token_count), 1)::float8 AS avgdl"
+    " FROM kb_documents WHERE organization_id = :org AND deleted_at IS NULL"
+)
+EXACT_BELOW = 1000
+DEFAULT_TTL_SECONDS = 30.0
+MAX_ENTRIES = 4096
+
+
+@dataclass(frozen=True)
+class Corpus:
+    documents: float
+    average_tokens: float
+
+
+class CorpusStats:
+    def __init__(
+        self,
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        exact_below: int = EXACT_BELOW,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._ttl = ttl_seconds
+        self._exact_below = exact_below
+        self._clock = clock
+        self._known: OrderedDict[uuid.UUID, tuple[float, Corpus]] = OrderedDict()
+
+    async def of(self, session: AsyncSession, org: uuid.UUID) -> Corpus:
+        now = self._clock()
+        known = self._known.get(org)
+        if known is not None and now - known[0] < self._ttl:
+            self._known.move_to_end(org)
+            return known[1]
+        row = (await session.execute(COUNT, {"org": org})).one()
+        corpus = Corpus(row.n, row.avgdl)
+        if corpus.documents >= self._exact_below:
+            self._known[org] = (now, corpus)
+            self._known.move_to_end(org)
+            while len(self._known) > MAX_ENTRIES:
+                self._known.popitem(last=False)
+        else:
+            self._known.pop(org, None)
+        return corpus
