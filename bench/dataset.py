@@ -62,7 +62,7 @@ SELECT pg_get_expr(d.adbin, d.adrelid)
 FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum
 WHERE d.adrelid = 'kb_chunks'::regclass AND a.attname = 'tsv'
 """
-# As cortex_indexer.repository COUNT_CHUNK_TOKENS: the number of token positions in the tsv.
+# As cortex_indexer.repository INSERT_CHUNK counts them (one passage per document here, so every heading counts).
 COUNT_STAGED_TOKENS = (
     f"UPDATE {STAGING} SET token_count = coalesce((SELECT sum(array_length(u.positions, 1)) FROM unnest({{tsv}}) u), 0)"
 )

@@ -94,10 +94,16 @@ async def replace_tags(
 # appears once in the document — otherwise a long document's title words would count once per passage.
 HEADING_COUNTS = """(c.ordinal = 0 OR c.heading IS DISTINCT FROM (
     SELECT prev.heading FROM kb_chunks prev WHERE prev.document_id = c.document_id AND prev.ordinal = c.ordinal - 1))"""
-COUNT_CHUNK_TOKENS = text(f"""
-UPDATE kb_chunks c SET token_count = coalesce((
-    SELECT count(*) FROM unnest(c.tsv) u, unnest(u.weights) w WHERE w <> 'A' OR {HEADING_COUNTS}), 0)
-WHERE c.document_id = :document_id
+# A passage's token count is computed as it is inserted, from the very expression of its generated `tsv`
+# column (migration 0001), so the row is written once. Counted by a later UPDATE, the new row version
+# rarely fit its page: every index took a second entry, the HNSW graph a second insertion.
+CHUNK_TSV = (
+    "setweight(to_tsvector('english', CAST(:heading AS text)), 'A') || to_tsvector('english', CAST(:text AS text))"
+)
+INSERT_CHUNK = text(f"""
+INSERT INTO kb_chunks (document_id, organization_id, ordinal, heading, text, content_hash, embedding, token_count)
+VALUES (:document_id, :organization_id, :ordinal, :heading, :text, :content_hash, CAST(:embedding AS vector), (
+    SELECT count(*) FROM unnest({CHUNK_TSV}) u, unnest(u.weights) w WHERE w <> 'A' OR CAST(:heading_counts AS boolean)))
 """)
 COUNT_DOCUMENT_TOKENS = text("""
 UPDATE kb_documents d
@@ -113,12 +119,28 @@ WHERE c.document_id = :document_id AND t.tf > 0
 """)
 
 
+def _vector_literal(vector: list[float] | None) -> str | None:
+    return None if vector is None else "[" + ",".join(str(float(x)) for x in vector) + "]"
+
+
+def _chunk_parameters(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows in ordinal order; in BM25 a heading counts in the first passage under it only."""
+    return [
+        row
+        | {
+            "embedding": _vector_literal(row["embedding"]),
+            "heading_counts": index == 0 or row["heading"] != rows[index - 1]["heading"],
+        }
+        for index, row in enumerate(rows)
+    ]
+
+
 async def replace_chunks(session: AsyncSession, document_id: uuid.UUID, rows: list[dict[str, Any]]) -> None:
-    """Replace the document's chunks (their postings go with them, by cascade) and post the new ones."""
+    """Replace the document's chunks (their postings go with them, by cascade) and post the new ones.
+    `rows` are in ordinal order."""
     await session.execute(delete(KbChunk).where(KbChunk.document_id == document_id))
     if rows:
-        await session.execute(insert(KbChunk), rows)
-        await session.execute(COUNT_CHUNK_TOKENS, {"document_id": document_id})
+        await session.execute(INSERT_CHUNK, _chunk_parameters(rows))
         await session.execute(COUNT_DOCUMENT_TOKENS, {"document_id": document_id})
         await session.execute(INSERT_POSTINGS, {"document_id": document_id})
 
