@@ -359,9 +359,10 @@ async def test_interleaved_transactions_over_two_connections_never_see_the_other
         assert {owner for _, owner in rows} == {org_id}
         assert {doc for doc, _ in rows} == orgs[org_id]
     assert len(results) == 1000
-    # The fault the test is about did happen: both connections served both organizations in turn.
-    assert len(served) == 2
-    assert all(set(seen) == set(orgs) for seen in served.values()), served
+    # The fault the test is about did happen: a connection served both organizations in turn. (The pool
+    # keeps one connection and opens its overflow one as needed, so on a busy machine more than two
+    # backends may take part.)
+    assert any(set(seen) == set(orgs) for seen in served.values()), served
     assert app_engine.pool.size() == 1  # type: ignore[attr-defined]
     # And a transaction that binds nothing, on a connection both organizations used, sees nothing.
     assert leftovers == [0] * 20

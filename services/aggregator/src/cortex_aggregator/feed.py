@@ -116,7 +116,7 @@ async def _legs(
         assert corpus is not None
         return await retrieval.lexical_hits(session, org, q, where, depth, corpus), []
     if ctx.vectors is not None:
-        lexical = await retrieval.lexical_hits(session, org, q, where, depth, corpus) if corpus else []
+        lexical = await retrieval.lexical_hits(session, org, q, where, depth, corpus) if corpus is not None else []
         return lexical, await store_dense_hits(session, ctx.vectors, org, vector, where, depth)
 
     async def too_many() -> bool:
