@@ -144,3 +144,27 @@ async def test_the_tag_filter_follows_tags_as_they_change_and_documents_are_dele
     assert await tagged("beta") == {str(second)}
     assert await tagged("delta") == {str(second)}
     assert await tag_counts(tag="delta") == {"beta": 1, "delta": 1, "gamma": 1}
+
+
+async def test_mission_and_team_facets_are_absent_until_the_org_has_them(
+    org: Org, js: JetStreamContext, nats_client: NATS
+) -> None:
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+    doc = uuid.uuid4()
+    await publish_upsert(js, upsert_event(org.id, doc, title="Plain", body="A note with no Work.", version=1))
+    await watcher.wait_for(doc, 1)
+    await watcher.stop()
+
+    facets = (await org.member.get("/api/memory/facets")).json()
+    assert {"type", "work", "source", "status", "tag"} <= set(facets)
+    assert "mission" not in facets
+    assert "team" not in facets
+
+    await publish_catalog(js, org.id, CatalogEntity.TEAM, {"teamId": str(uuid.uuid4()), "name": "Ops", "version": 1})
+    for _ in range(100):  # the catalog event is applied asynchronously
+        facets = (await org.member.get("/api/memory/facets")).json()
+        if "team" in facets:
+            break
+        await asyncio.sleep(0.1)
+    assert "team" in facets
+    assert "mission" not in facets  # no Work has a Mission yet
