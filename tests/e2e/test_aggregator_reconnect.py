@@ -4,12 +4,13 @@ still answer (the request is worked once more on a fresh connection)."""
 from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy import event, text
+from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import Pool
 
 from cortex_aggregator.bootstrap import APPLICATION_NAME
 from cortex_store.database import make_engine
+from tests.backends import terminate_backends
 from tests.conftest import OrgFactory
 from tests.infrastructure import Infrastructure
 
@@ -21,26 +22,6 @@ async def owner(migrated: Infrastructure) -> AsyncIterator[AsyncEngine]:
     engine = make_engine(migrated.database_url, pool_size=1)
     yield engine
     await engine.dispose()
-
-
-async def _terminate_aggregator_connections(owner: AsyncEngine) -> int:
-    async with owner.connect() as connection:
-        terminated = (
-            await connection.execute(
-                text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = :name"),
-                {"name": APPLICATION_NAME},
-            )
-        ).scalars()
-        count = sum(1 for ok in terminated if ok)
-        for _ in range(100):  # until they are gone
-            left = await connection.scalar(
-                text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name"), {"name": APPLICATION_NAME}
-            )
-            if left == 0:
-                break
-            await connection.execute(text("SELECT pg_sleep(0.05)"))
-        await connection.commit()
-    return count
 
 
 async def test_requests_go_on_after_the_server_closed_the_aggregators_connections(
@@ -57,7 +38,7 @@ async def test_requests_go_on_after_the_server_closed_the_aggregators_connection
 
     event.listen(Pool, "invalidate", on_invalidate)
     try:
-        assert await _terminate_aggregator_connections(owner) >= 1
+        assert await terminate_backends(owner, APPLICATION_NAME) >= 1
         for path in paths:
             response = await org.member.get(path)
             assert response.status_code == 200, response.text

@@ -21,6 +21,7 @@ from cortex_gateway.credentials import hash_api_key
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.models import MemberRole
 from cortex_store.tenancy import org_transaction
+from tests.backends import terminate_backends
 from tests.conftest import OrgFactory
 from tests.infrastructure import Infrastructure
 
@@ -141,31 +142,6 @@ async def test_a_lookup_is_one_statement_outside_any_transaction(
         assert not in_transaction  # no BEGIN was sent before it, nor a COMMIT needed after
 
 
-async def _terminate_access_connections(owner: AsyncEngine) -> int:
-    """Close, on the server side, every connection of the gateway's caller-lookup pools."""
-    async with owner.connect() as connection:
-        terminated = (
-            await connection.execute(
-                text(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                    " WHERE application_name = :name AND pid <> pg_backend_pid()"
-                ),
-                {"name": APPLICATION_NAME},
-            )
-        ).scalars()
-        count = sum(1 for ok in terminated if ok)
-        # wait until they are gone
-        for _ in range(100):
-            left = await connection.scalar(
-                text("SELECT count(*) FROM pg_stat_activity WHERE application_name = :name"), {"name": APPLICATION_NAME}
-            )
-            if left == 0:
-                break
-            await connection.execute(text("SELECT pg_sleep(0.05)"))
-        await connection.commit()
-    return count
-
-
 async def test_a_pooled_connection_the_server_closed_is_replaced_and_the_lookup_tried_again(
     make_org: OrgFactory, access_engine: AsyncEngine, owner: AsyncEngine
 ) -> None:
@@ -176,7 +152,7 @@ async def test_a_pooled_connection_the_server_closed_is_replaced_and_the_lookup_
     invalidated: list[BaseException | None] = []
     event.listen(access_engine.sync_engine.pool, "invalidate", lambda _c, _r, exc: invalidated.append(exc))
 
-    assert await _terminate_access_connections(owner) >= 1
+    assert await terminate_backends(owner, APPLICATION_NAME) >= 1
 
     assert await caller_access(access_engine, a.slug, user_id=user) == Access(a.id, None, MemberRole.MEMBER, None)
     assert len(invalidated) == 1  # the stale connection was used, failed, and was dropped
@@ -190,7 +166,7 @@ async def test_through_the_gateway_requests_go_on_after_the_server_closed_its_lo
     a = await make_org()
     assert (await a.member.get("/api/memory/stats")).status_code == 200  # the gateway's pool has a connection
 
-    assert await _terminate_access_connections(owner) >= 1
+    assert await terminate_backends(owner, APPLICATION_NAME) >= 1
 
     for client in (a.member, a.admin, a.member):
         response = await client.get("/api/memory/stats")
