@@ -8,12 +8,13 @@ there), so a small or new organization ranks with its exact statistics.
 
 import time
 import uuid
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
+
+from cortex_aggregator.expiring_lru import ExpiringLru
 
 COUNT = text(
     "SELECT count(*)::float8 AS n, greatest(avg(token_count), 1)::float8 AS avgdl"
@@ -37,24 +38,17 @@ class CorpusStats:
         exact_below: int = EXACT_BELOW,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._ttl = ttl_seconds
         self._exact_below = exact_below
-        self._clock = clock
-        self._known: OrderedDict[uuid.UUID, tuple[float, Corpus]] = OrderedDict()
+        self._known: ExpiringLru[uuid.UUID, Corpus] = ExpiringLru(ttl_seconds, MAX_ENTRIES, clock)
 
     async def of(self, session: AsyncSession, org: uuid.UUID) -> Corpus:
-        now = self._clock()
         known = self._known.get(org)
-        if known is not None and now - known[0] < self._ttl:
-            self._known.move_to_end(org)
-            return known[1]
+        if known is not None:
+            return known
         row = (await session.execute(COUNT, {"org": org})).one()
         corpus = Corpus(row.n, row.avgdl)
         if corpus.documents >= self._exact_below:
-            self._known[org] = (now, corpus)
-            self._known.move_to_end(org)
-            while len(self._known) > MAX_ENTRIES:
-                self._known.popitem(last=False)
+            self._known.put(org, corpus)
         else:
-            self._known.pop(org, None)
+            self._known.discard(org)
         return corpus
