@@ -62,6 +62,8 @@ class Explained:
 LABELS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("both legs: BM25 + dense exact", ("kb_postings", "<=>", "OFFSET 0")),
     ("both legs: BM25 + dense hnsw", ("kb_postings", "<=>")),
+    ("items with passages", ("kb_documents d", "unnest", "passage")),
+    ("BM25 in memory: refresh", ("pg_snapshot_xmin", "to_tsvector")),
     ("lexical (BM25 postings)", ("kb_postings",)),
     ("lexical (ts_rank)", ("ts_rank",)),
     ("dense exact", ("<=>", "OFFSET 0")),

@@ -180,6 +180,24 @@ def build_corpus(args: argparse.Namespace, max_size: int) -> tuple[Corpus, dict[
     return corpus, query_cost
 
 
+def lexical_index_loads(dep: Deployment, member: Member) -> int:
+    """How often the aggregator has logged loading the organization's in-memory BM25 index."""
+    return dep.logs["aggregator"].read_text().count(f"lexical index of {member.org_id} loaded")
+
+
+async def lexical_index_loaded(dep: Deployment, member: Member, before: int, limit: float = 600.0) -> float:
+    """Wait until the aggregator has loaded the organization's BM25 index again (each size's bulk load makes
+    it load afresh; SQL ranks meanwhile), so the measured run sees the steady state. Seconds waited."""
+    started = time.perf_counter()
+    if os.environ.get("CORTEX_AGGREGATOR_LEXICAL_INDEX_MAX_ORGANIZATIONS") == "0":  # BM25 in SQL only
+        return 0.0
+    while lexical_index_loads(dep, member) <= before:
+        if time.perf_counter() - started > limit:
+            raise RuntimeError(f"the aggregator did not load the lexical index of {member.slug} in {limit:.0f} s")
+        await asyncio.sleep(0.5)
+    return time.perf_counter() - started
+
+
 async def settle_seconds(meter: CpuMeter, limit: float = 300.0) -> float:
     """How long the aggregator and PostgreSQL keep working after the last answer (requests the gateway
     gave up on are still being computed); waits until they are idle so the next phase starts clean."""
@@ -194,9 +212,11 @@ async def measure_size(
     dep: Deployment, big: Member, small: Member, corpus: Corpus, size: int, args: argparse.Namespace
 ) -> dict[str, Any]:
     queries = corpus.queries
+    loads_before = lexical_index_loads(dep, big)
     warmup = await fire(dep.base_url, big.headers, queries[::-1], args.warmup, args.concurrency, args.limit)
     if warmup.errors:
         print(f"        warm-up errors at {size:,} chunks: {warmup.errors} (504: the gateway's RPC timeout)")
+    waited = await lexical_index_loaded(dep, big, loads_before)
     meter = CpuMeter(dep.pids)
     before = meter.snapshot()
     run = await fire(dep.base_url, big.headers, queries, args.requests, args.concurrency, args.limit)
@@ -217,6 +237,7 @@ async def measure_size(
         "small_org_errors": small_run.errors,
         "single_client_latency_ms": latency_summary(alone.latencies) if alone.latencies else None,
         "warmup_errors": warmup.errors,
+        "waited_for_lexical_index_seconds": waited,
         "busy_after_last_answer_seconds": settle,
         "cpu_ms_per_request": cpu_ms,
         "cpu_busy_share": sum(cpu_ms.values()) * served / 1000 / (cpu["wall"] * cpu["cores"]),
@@ -324,7 +345,8 @@ def _print_size(result: dict[str, Any]) -> None:
     print(
         f"        p50 {latency['p50']:.1f} ms  p99 {latency['p99']:.1f} ms  "
         f"({result['throughput_rps']:.1f} req/s, errors {result['errors'] or 'none'}; aggregator and PostgreSQL "
-        f"busy {result['busy_after_last_answer_seconds']:.1f} s after the last answer)",
+        f"busy {result['busy_after_last_answer_seconds']:.1f} s after the last answer; warm-up waited "
+        f"{result['waited_for_lexical_index_seconds']:.1f} s for the in-memory BM25 index)",
         flush=True,
     )
 

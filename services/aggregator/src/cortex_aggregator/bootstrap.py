@@ -13,6 +13,7 @@ from cortex_aggregator.facet_indexes import FacetIndexes
 from cortex_aggregator.facets import facets
 from cortex_aggregator.feed import FeedConfig, FeedContext, feed
 from cortex_aggregator.handlers import rpc_handler
+from cortex_aggregator.lexical_indexes import LexicalIndexes
 from cortex_aggregator.query_embedding import QueryEmbedding
 from cortex_aggregator.recall import RecallContext, entry_exists, recall
 from cortex_aggregator.settings import AggregatorSettings
@@ -91,6 +92,9 @@ class Aggregator:
                 ),
                 indexes=indexes,
                 vectors=self.vectors,
+                lexical=LexicalIndexes(sessions, settings.lexical_index_max_organizations)
+                if settings.lexical_index_max_organizations
+                else None,
             )
             recall_ctx = RecallContext(
                 sessions=sessions,

@@ -16,6 +16,7 @@ from cortex_aggregator.facet_index import Key, from_micros, to_micros
 from cortex_aggregator.facet_indexes import FacetIndexes
 from cortex_aggregator.filters import DocumentFilter, document_filter
 from cortex_aggregator.fusion import reciprocal_rank_fusion
+from cortex_aggregator.lexical_indexes import LexicalIndexes
 from cortex_aggregator.store_dense import store_dense_hits
 from cortex_contracts.memory_item import MemoryItem
 from cortex_contracts.rpc import FeedPage, FeedRequest, RetrievalMode, Sort
@@ -46,6 +47,14 @@ class FeedContext:
     vectors: VectorStore | None = None  # a vector store of its own (Qdrant); None: pgvector, in the same SQL
     dense_plan: DensePlan = field(default_factory=DensePlan)
     corpus_stats: CorpusStats = field(default_factory=CorpusStats)
+    lexical: LexicalIndexes | None = None  # BM25 in memory for searches without filters; None: in SQL
+
+
+@dataclass(frozen=True)
+class Legs:
+    lexical: list[retrieval.Hit]
+    dense: list[retrieval.Hit]
+    weights: dict[str, float]  # query word -> BM25 weight, to pick the passage of a lexical hit without one
 
 
 def _query_key(request: FeedRequest) -> str:
@@ -99,6 +108,28 @@ async def _recent(ctx: FeedContext, request: FeedRequest, state: dict[str, objec
     return FeedPage(items=page, next_cursor=next_cursor)
 
 
+async def _dense_leg(
+    ctx: FeedContext,
+    session: AsyncSession,
+    org: uuid.UUID,
+    vector: list[float] | None,
+    where: DocumentFilter,
+    depth: int,
+) -> list[retrieval.Hit]:
+    if vector is None:
+        return []
+    if ctx.vectors is not None:
+        return await store_dense_hits(session, ctx.vectors, org, vector, where, depth)
+    return await retrieval.dense_hits(session, org, vector, where, depth, exact=await _exact(ctx, session, org, where))
+
+
+async def _exact(ctx: FeedContext, session: AsyncSession, org: uuid.UUID, where: DocumentFilter) -> bool:
+    async def too_many() -> bool:
+        return await retrieval.embedded_chunks_exceed(session, org, where, ctx.config.exact_scan_max_chunks)
+
+    return await ctx.dense_plan.exact(org, where, too_many)
+
+
 async def _legs(
     ctx: FeedContext,
     session: AsyncSession,
@@ -106,26 +137,26 @@ async def _legs(
     where: DocumentFilter,
     vector: list[float] | None,
     depth: int,
-) -> tuple[list[retrieval.Hit], list[retrieval.Hit]]:
-    """(lexical, dense) hits; in one statement when both legs run in PostgreSQL."""
+) -> Legs:
+    """(lexical, dense) hits: BM25 from memory when the organization's index is loaded and nothing is
+    filtered, else in SQL; in one statement with the dense leg when both run in PostgreSQL."""
     assert request.q is not None
     org, q = request.organization_id, request.q
     want_lexical = request.mode is not RetrievalMode.SEMANTIC or vector is None  # never fail for want of an embedder
+    if want_lexical and ctx.lexical is not None and not where.active:
+        ranked = await ctx.lexical.rank(session, org, q, depth, retrieval.BM25_K1, retrieval.BM25_B)
+        if ranked is not None:
+            lexical = [retrieval.Hit(doc, None, score) for doc, score in zip(ranked.ids, ranked.scores, strict=True)]
+            return Legs(lexical, await _dense_leg(ctx, session, org, vector, where, depth), ranked.weights)
     corpus = await ctx.corpus_stats.of(session, org) if want_lexical else None
-    if vector is None:
-        assert corpus is not None
-        return await retrieval.lexical_hits(session, org, q, where, depth, corpus), []
-    if ctx.vectors is not None:
-        lexical = await retrieval.lexical_hits(session, org, q, where, depth, corpus) if corpus is not None else []
-        return lexical, await store_dense_hits(session, ctx.vectors, org, vector, where, depth)
-
-    async def too_many() -> bool:
-        return await retrieval.embedded_chunks_exceed(session, org, where, ctx.config.exact_scan_max_chunks)
-
-    exact = await ctx.dense_plan.exact(org, where, too_many)
     if corpus is None:
-        return [], await retrieval.dense_hits(session, org, vector, where, depth, exact=exact)
-    return await retrieval.hybrid_hits(session, org, q, vector, where, depth, corpus, exact=exact)
+        return Legs([], await _dense_leg(ctx, session, org, vector, where, depth), {})
+    if vector is None or ctx.vectors is not None:
+        lexical = await retrieval.lexical_hits(session, org, q, where, depth, corpus)
+        return Legs(lexical, await _dense_leg(ctx, session, org, vector, where, depth), {})
+    exact = await _exact(ctx, session, org, where)
+    lexical, dense = await retrieval.hybrid_hits(session, org, q, vector, where, depth, corpus, exact=exact)
+    return Legs(lexical, dense, {})
 
 
 async def _search(
@@ -143,7 +174,8 @@ async def _search(
     use_dense = ctx.embed_query is not None and request.mode is not RetrievalMode.LEXICAL
     vector = await ctx.embed_query(request.q) if ctx.embed_query and use_dense else None
     async with org_transaction(ctx.sessions, org) as session:
-        lexical, dense = await _legs(ctx, session, request, where, vector, depth)
+        legs = await _legs(ctx, session, request, where, vector, depth)
+        lexical, dense = legs.lexical, legs.dense
         fused = reciprocal_rank_fusion(
             [
                 ([hit.document_id for hit in lexical], config.lexical_weight),
@@ -158,7 +190,8 @@ async def _search(
             ordered = sorted(rows.values(), key=lambda row: (row.updated_at, row.id), reverse=True)
             fused = [(row.id, scores[row.id]) for row in ordered]
         window = fused[offset : offset + request.limit]
-        rows = await items.rows_with_passages(session, org, [(doc, best_chunk[doc]) for doc, _ in window])
+        picks = [(doc, best_chunk[doc]) for doc, _ in window]
+        rows = await items.rows_with_passages(session, org, picks, legs.weights)
     page: list[MemoryItem] = [
         items.to_item(rows[doc], items.shorten(rows[doc].passage or ""), score) for doc, score in window if doc in rows
     ]

@@ -1,7 +1,7 @@
 """Turn document rows into `MemoryItem`s, with Work, Mission and Team joined in."""
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import text
@@ -31,13 +31,25 @@ WHERE d.organization_id = :org AND d.deleted_at IS NULL
 
 BY_IDS = ITEM_SELECT + " AND d.id = ANY(:ids)"
 
-# A search page: each document with the passage that matched it, in one statement.
+# A search page: each document with the passage that matched it, in one statement. A document ranked
+# without one (BM25 from memory ranks documents) shows the passage where a query word weighs most
+# (weight x frequency), as the lexical leg in SQL picks it.
 WITH_PASSAGES = f"""
-WITH items AS ({BY_IDS})
+WITH items AS ({BY_IDS}), picked AS MATERIALIZED (
+    SELECT pick.id, coalesce(pick.chunk_id, (
+        SELECT p.chunk_id
+        FROM kb_chunks pc
+        JOIN kb_postings p ON p.chunk_id = pc.id AND p.organization_id = :org
+        JOIN unnest(CAST(:lexemes AS text[]), CAST(:weights AS float8[])) AS word(lexeme, weight) USING (lexeme)
+        WHERE pc.organization_id = :org AND pc.document_id = pick.id
+        ORDER BY word.weight * p.tf DESC, p.chunk_id LIMIT 1
+    )) AS chunk_id
+    FROM unnest(CAST(:ids AS uuid[]), CAST(:chunks AS bigint[])) AS pick(id, chunk_id)
+)
 SELECT items.*, c.text AS passage
 FROM items
-JOIN unnest(CAST(:ids AS uuid[]), CAST(:chunks AS bigint[])) AS pick(id, chunk_id) ON pick.id = items.id
-LEFT JOIN kb_chunks c ON c.organization_id = :org AND c.id = pick.chunk_id
+JOIN picked ON picked.id = items.id
+LEFT JOIN kb_chunks c ON c.organization_id = :org AND c.id = picked.chunk_id
 """
 
 
@@ -76,9 +88,20 @@ async def rows_by_id(session: AsyncSession, org: uuid.UUID, ids: Sequence[uuid.U
 
 
 async def rows_with_passages(
-    session: AsyncSession, org: uuid.UUID, picks: Sequence[tuple[uuid.UUID, int]]
+    session: AsyncSession,
+    org: uuid.UUID,
+    picks: Sequence[tuple[uuid.UUID, int | None]],
+    weights: Mapping[str, float] | None = None,
 ) -> dict[uuid.UUID, Any]:
-    """Rows by document id, each with `passage`: the text of the chunk picked for it."""
-    params = {"org": org, "ids": [doc for doc, _ in picks], "chunks": [chunk for _, chunk in picks]}
+    """Rows by document id, each with `passage`: the text of the chunk picked for it, or for a document
+    picked without one, of its passage where a word of `weights` (lexeme -> weight) weighs most."""
+    words = dict(weights or {})
+    params = {
+        "org": org,
+        "ids": [doc for doc, _ in picks],
+        "chunks": [chunk for _, chunk in picks],
+        "lexemes": list(words),
+        "weights": list(words.values()),
+    }
     result = await session.execute(text(WITH_PASSAGES), params)
     return {row.id: row for row in result}

@@ -21,7 +21,7 @@ CONNECTION_SETTINGS = {"hnsw.ef_search": str(HNSW_EF_SEARCH)}
 @dataclass(frozen=True)
 class Hit:
     document_id: uuid.UUID
-    chunk_id: int
+    chunk_id: int | None  # None: ranked as a whole document (BM25 from memory); its passage is picked later
     score: float
 
 

@@ -57,6 +57,13 @@ class AggregatorSettings(BaseSettings):
         description="Organizations whose facet index (feed without q, facets) is kept in memory, least recently "
         "used dropped; about 20 MB per 100k documents.",
     )
+    lexical_index_max_organizations: int = Field(
+        default=16,
+        ge=0,
+        description="Organizations whose BM25 postings are kept in memory for searches without filters, least "
+        "recently used dropped; about 8 bytes per posting (~50 MB per 100k one-passage documents). 0: BM25 "
+        "always in SQL (filtered searches, and an organization's first searches while its index loads, are).",
+    )
     pool_size: int = Field(default=8, ge=1)
     log_level: str = "INFO"
     trace_exporter: TraceExporter = Field(

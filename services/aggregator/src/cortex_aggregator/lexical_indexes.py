@@ -1,0 +1,190 @@
+"""The aggregator's in-memory BM25 indexes (`lexical_index`), one per organization, current on every search.
+
+An organization's index is loaded in the background on its first search (one statement: every live
+document with its postings, grouped per document); until it is loaded, that search and the next ones
+rank in SQL as before. Once loaded, every search first brings it up to date by one statement, as the
+facet index does (`facet_indexes`): the documents whose `changed_xid` is at least the
+`pg_snapshot_xmin` recorded with the previous read, with their postings, read in one snapshot. Postings
+are only ever written in a transaction that also writes the document's tracked columns (the indexer's
+upsert and tombstone), so a changed document is always read with its new postings; the same statement
+analyses the query into lexemes. Refreshes of one organization take turns (an asyncio lock), so a later
+state is never overwritten by an earlier one. When more than `reload_above` (2,000) changed at once
+(a bulk import), the index is loaded afresh in the background instead, and SQL ranks meanwhile.
+
+At most `max_organizations` indexes are kept, least recently used dropped: ~8 bytes per posting plus
+~40 per document (at 100k one-passage documents, ~6M postings: ~50 MB). Loading is logged with its size
+and time.
+"""
+
+import asyncio
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from cortex_aggregator.lexical_index import DocumentPostings, LexicalIndex, Ranked
+from cortex_store.tenancy import org_transaction
+
+log = logging.getLogger(__name__)
+
+THREAD_ABOVE_DOCUMENTS = 500  # larger refreshes are applied off the event loop (holding the turn)
+RELOAD_ABOVE_DOCUMENTS = 2000  # more changed at once (a bulk import): load afresh, in SQL meanwhile
+
+_SNAPSHOT = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin"
+
+LOAD_SQL = f"""
+WITH s AS ({_SNAPSHOT}), per_word AS (
+    SELECT document_id, lexeme, sum(tf)::int4 AS tf, max(document_tokens) AS length
+    FROM kb_postings WHERE organization_id = $1 GROUP BY document_id, lexeme
+), per_document AS (
+    SELECT document_id, array_agg(lexeme) AS lexemes, array_agg(tf) AS tfs, max(length) AS length
+    FROM per_word GROUP BY document_id
+)
+SELECT s.xmin, d.id, true AS live, d.token_count, p.lexemes, p.tfs, p.length
+FROM s
+LEFT JOIN kb_documents d ON d.organization_id = $1 AND d.deleted_at IS NULL
+LEFT JOIN per_document p ON p.document_id = d.id
+"""
+
+# What changed since the last read's xmin ($2), deletions included, and the query ($3) as lexemes.
+REFRESH_SQL = f"""
+WITH s AS (
+    SELECT q.*, (SELECT array_agg(u.lexeme) FROM unnest(to_tsvector('english', $3)) u) AS query_lexemes,
+           (SELECT array_agg(coalesce(array_length(u.positions, 1), 1)) FROM unnest(to_tsvector('english', $3)) u)
+           AS query_counts
+    FROM ({_SNAPSHOT}) q
+)
+SELECT s.*, d.id, d.deleted_at IS NULL AS live, d.token_count, p.lexemes, p.tfs, p.length
+FROM s
+LEFT JOIN (
+    SELECT * FROM kb_documents WHERE organization_id = $1 AND changed_xid >= $2::text::xid8 LIMIT $4
+) d ON true
+LEFT JOIN LATERAL (
+    SELECT array_agg(lexeme) AS lexemes, array_agg(tf) AS tfs, max(length) AS length FROM (
+        SELECT p.lexeme, sum(p.tf)::int4 AS tf, max(p.document_tokens) AS length
+        FROM kb_chunks c JOIN kb_postings p ON p.chunk_id = c.id
+        WHERE c.document_id = d.id AND c.organization_id = $1 AND p.organization_id = $1
+        GROUP BY p.lexeme
+    ) per_word
+) p ON d.deleted_at IS NULL
+"""
+
+
+def _documents(rows: Sequence[Any]) -> list[DocumentPostings]:
+    return [
+        DocumentPostings(
+            row["id"], row["live"], row["token_count"], row["lexemes"] or (), row["tfs"] or (), row["length"] or 0
+        )
+        for row in rows
+        if row["id"] is not None
+    ]
+
+
+async def _driver(session: AsyncSession) -> Any:
+    """The session's asyncpg connection, inside the session's transaction: rows as plain records."""
+    connection = await session.connection()
+    raw = await connection.get_raw_connection()
+    return raw.driver_connection
+
+
+class _Entry:
+    def __init__(self) -> None:
+        self.index: LexicalIndex | None = None
+        self.xmin = 0
+        self.turn = asyncio.Lock()
+        self.loading: asyncio.Task[None] | None = None
+
+
+class LexicalIndexes:
+    def __init__(
+        self,
+        sessions: async_sessionmaker[AsyncSession],
+        max_organizations: int = 16,
+        reload_above: int = RELOAD_ABOVE_DOCUMENTS,
+    ) -> None:
+        self._sessions = sessions
+        self._max = max_organizations
+        self._reload_above = reload_above
+        self._entries: OrderedDict[uuid.UUID, _Entry] = OrderedDict()
+
+    def _entry(self, organization_id: uuid.UUID) -> _Entry:
+        entry = self._entries.get(organization_id)
+        if entry is None:
+            entry = self._entries[organization_id] = _Entry()
+            while len(self._entries) > self._max:
+                self._entries.popitem(last=False)
+        self._entries.move_to_end(organization_id)
+        return entry
+
+    def loaded(self, organization_id: uuid.UUID) -> bool:
+        entry = self._entries.get(organization_id)
+        return entry is not None and entry.index is not None
+
+    async def wait_loaded(self, organization_id: uuid.UUID) -> None:
+        """Start loading the organization's index if need be and wait for it (tests, warm-up)."""
+        entry = self._entry(organization_id)
+        if entry.index is None:
+            await self._start_loading(organization_id, entry)
+
+    def _start_loading(self, organization_id: uuid.UUID, entry: _Entry) -> asyncio.Task[None]:
+        if entry.loading is None or entry.loading.done():
+            entry.loading = asyncio.create_task(self._load(organization_id, entry))
+        return entry.loading
+
+    async def rank(
+        self, session: AsyncSession, organization_id: uuid.UUID, q: str, n: int, k1: float, b: float
+    ) -> Ranked | None:
+        """The lexical leg from memory, the index first brought to the present; None while it loads."""
+        entry = self._entry(organization_id)
+        if entry.index is None:
+            self._start_loading(organization_id, entry)
+            return None
+        connection = await _driver(session)
+        async with entry.turn:
+            limit = self._reload_above + 1
+            rows = await connection.fetch(REFRESH_SQL, organization_id, str(entry.xmin), q, limit)
+            index, changed = entry.index, _documents(rows)
+            if index is None:  # dropped meanwhile (a failed apply)
+                return None
+            if len(changed) > self._reload_above:
+                entry.index = None
+                self._start_loading(organization_id, entry)
+                return None
+            try:
+                if len(changed) > THREAD_ABOVE_DOCUMENTS:
+                    await asyncio.to_thread(index.apply, changed)
+                else:
+                    index.apply(changed)
+            except BaseException:
+                entry.index = None  # half-applied: load again
+                raise
+            entry.xmin = int(rows[0]["xmin"])
+            first = rows[0]
+            query = list(zip(first["query_lexemes"] or (), first["query_counts"] or (), strict=True))
+            return index.rank(query, n, k1, b)
+
+    async def _load(self, organization_id: uuid.UUID, entry: _Entry) -> None:
+        started = time.perf_counter()
+        try:
+            async with org_transaction(self._sessions, organization_id) as session:
+                rows = await (await _driver(session)).fetch(LOAD_SQL, organization_id)
+            index = LexicalIndex()
+            await asyncio.to_thread(index.apply, _documents(rows))
+            await asyncio.to_thread(index.merge)
+        except Exception:
+            log.exception("loading the lexical index of %s failed; searches rank in SQL meanwhile", organization_id)
+            return
+        async with entry.turn:
+            entry.index, entry.xmin = index, int(rows[0]["xmin"])
+        log.info(
+            "lexical index of %s loaded: %d documents, %d postings, %.1f MB in %.2f s",
+            organization_id,
+            index.live_documents,
+            index.postings,
+            index.nbytes() / 1e6,
+            time.perf_counter() - started,
+        )
