@@ -8,8 +8,9 @@ lexical BM25 leg + dense leg, fused). The big organization's corpus is written s
 PostgreSQL (bench/dataset.py), grown step by step to each size; ANALYZE runs after every load. A small
 organization (60 documents) beside it is indexed by the real pipeline, and a few of its passages are
 also bulk-loaded into a third organization to prove the loader writes what the indexer writes
-(bench/fidelity.py). At each size: a warm-up, then `--requests` searches from `--concurrency` clients
-at once (asyncio + httpx), queries drawn from the corpus vocabulary; p50/p95/p99/mean, the CPU each
+(bench/fidelity.py). At each size: a warm-up (until the aggregator has loaded the org's BM25 index), then
+`--requests` searches from `--concurrency` clients at once (asyncio with a minimal keep-alive HTTP client,
+bench/http_client.py), queries drawn from the corpus vocabulary; p50/p95/p99/mean, the CPU each
 process spent per request, then the growth factors between sizes. A sanity check searches the small
 organization (it must find its own documents, and only those), and its latency is measured too, as is
 one client alone. With `--explain` (the default, embedded PostgreSQL only) every statement of one search
@@ -26,6 +27,7 @@ too (before the services start, so nothing competes for the CPU).
 import argparse
 import asyncio
 import itertools
+import json
 import os
 import sys
 import time
@@ -45,6 +47,7 @@ from bench.dataset import Passage, SyntheticVectors, Vectors
 from bench.explain import Explained, explain_search
 from bench.fidelity import compare_documents
 from bench.harness import RESULTS_DIR, Deployment, Member, asyncpg_dsn, deployment, new_member
+from bench.http_client import HttpError, KeepAliveClient
 from bench.publishing import Document, publish_and_wait
 from bench.report import environment, latency_summary, table, write_json
 from cortex_embedding.local_model import load_local_embedder
@@ -86,19 +89,19 @@ async def fire(
 
     async def client() -> None:
         nonlocal empty
-        async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=60) as http:
+        async with KeepAliveClient(base_url, headers) as http:
             while (index := next(counter)) < total:
                 q = queries[index % len(queries)]
                 started = time.perf_counter()
                 try:
-                    response = await http.get("/api/memory", params={"q": q, "limit": limit})
-                    body = response.json()
-                except (httpx.HTTPError, ValueError) as exc:
+                    status, raw = await http.get("/api/memory", {"q": q, "limit": limit})
+                    body = json.loads(raw)
+                except (HttpError, ValueError) as exc:
                     errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
                     continue
                 elapsed = time.perf_counter() - started
-                if response.status_code != 200:
-                    errors[str(response.status_code)] = errors.get(str(response.status_code), 0) + 1
+                if status != 200:
+                    errors[str(status)] = errors.get(str(status), 0) + 1
                     continue
                 latencies.append(elapsed)
                 empty += not body["items"]

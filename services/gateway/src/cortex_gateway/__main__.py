@@ -20,6 +20,8 @@ def main() -> None:
             log_config=None,
             access_log=False,
             log_level=settings.log_level.lower(),
+            loop="uvloop",  # with httptools: less CPU per request than asyncio's loop and h11
+            http="httptools",
         )
     finally:
         provider.shutdown()

@@ -3,6 +3,8 @@
 import asyncio
 import signal
 
+import uvloop
+
 from cortex_indexer.bootstrap import build
 from cortex_indexer.settings import IndexerSettings
 from cortex_telemetry.logs import configure_logging
@@ -24,4 +26,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    uvloop.run(main())  # asyncpg and nats-py spend markedly less CPU per message on it
