@@ -1,5 +1,7 @@
 """Engine and session factory. Built by each service's bootstrap, never at import time."""
 
+from typing import Any
+
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -30,3 +32,11 @@ def make_engine(
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
     return async_sessionmaker(engine, expire_on_commit=False)
+
+
+async def driver_connection(session: AsyncSession) -> Any:
+    """The session's asyncpg connection, inside the session's transaction: for hot paths that want rows
+    as plain records, without SQLAlchemy's per-statement and per-row work."""
+    connection = await session.connection()
+    raw = await connection.get_raw_connection()
+    return raw.driver_connection

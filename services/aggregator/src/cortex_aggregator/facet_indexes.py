@@ -27,13 +27,14 @@ import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator.facet_catalog import CATALOG_SQL, catalog_from_rows
 from cortex_aggregator.facet_index import OrgIndex
+from cortex_store.database import driver_connection
 from cortex_store.tenancy import ORG_SETTING
 
 log = logging.getLogger(__name__)
@@ -80,13 +81,6 @@ async def snapshot_transaction(
         await session.connection(execution_options={"isolation_level": "REPEATABLE READ", "postgresql_readonly": True})
         await session.execute(text(f"SET LOCAL {ORG_SETTING} = '{uuid.UUID(str(organization_id))}'"))
         yield session
-
-
-async def _driver(session: AsyncSession) -> Any:
-    """The session's asyncpg connection, inside the session's transaction: rows as plain records."""
-    connection = await session.connection()
-    raw = await connection.get_raw_connection()
-    return raw.driver_connection
 
 
 class _Entry:
@@ -150,7 +144,7 @@ class FacetIndexes:
         self, entry: _Entry, number: int, organization_id: uuid.UUID, session: AsyncSession
     ) -> OrgIndex:
         """Bring the index to this session's snapshot (loading it first if need be). Holds the turn."""
-        connection = await _driver(session)
+        connection = await driver_connection(session)
         index, started = entry.index, time.perf_counter()
         if index is None:
             rows = await connection.fetch(LOAD_SQL, organization_id)

@@ -27,6 +27,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator.lexical_index import DocumentPostings, LexicalIndex, Ranked
+from cortex_store.database import driver_connection
 from cortex_store.tenancy import org_transaction
 
 log = logging.getLogger(__name__)
@@ -84,13 +85,6 @@ def _documents(rows: Sequence[Any]) -> list[DocumentPostings]:
     ]
 
 
-async def _driver(session: AsyncSession) -> Any:
-    """The session's asyncpg connection, inside the session's transaction: rows as plain records."""
-    connection = await session.connection()
-    raw = await connection.get_raw_connection()
-    return raw.driver_connection
-
-
 class _Entry:
     def __init__(self) -> None:
         self.index: LexicalIndex | None = None
@@ -143,7 +137,7 @@ class LexicalIndexes:
         if entry.index is None:
             self._start_loading(organization_id, entry)
             return None
-        connection = await _driver(session)
+        connection = await driver_connection(session)
         async with entry.turn:
             limit = self._reload_above + 1
             rows = await connection.fetch(REFRESH_SQL, organization_id, str(entry.xmin), q, limit)
@@ -171,7 +165,7 @@ class LexicalIndexes:
         started = time.perf_counter()
         try:
             async with org_transaction(self._sessions, organization_id) as session:
-                rows = await (await _driver(session)).fetch(LOAD_SQL, organization_id)
+                rows = await (await driver_connection(session)).fetch(LOAD_SQL, organization_id)
             index = LexicalIndex()
             await asyncio.to_thread(index.apply, _documents(rows))
             await asyncio.to_thread(index.merge)

@@ -81,9 +81,10 @@ SELECT document_id, chunk_id, score FROM shown ORDER BY score DESC, document_id
 
 
 def _dense(where: DocumentFilter, *, exact: bool) -> str:
-    """The `k` nearest chunks, the distance computed once per chunk (each computation reads the whole
-    vector). Exact: the inner `OFFSET 0` keeps the planner from matching the ORDER BY to the HNSW index,
-    which filters by organization after its walk and can return too few rows for a small org."""
+    """The `n` best documents by their nearest of the `k` nearest chunks, best first; the distance
+    computed once per chunk (each computation reads the whole vector). Exact: the inner `OFFSET 0` keeps
+    the planner from matching the ORDER BY to the HNSW index, which filters by organization after its
+    walk and can return too few rows for a small org."""
     candidates = f"""
         SELECT c.document_id, c.id AS chunk_id, c.embedding <=> CAST(:qvec AS vector) AS distance
         FROM kb_chunks c
@@ -96,9 +97,11 @@ def _dense(where: DocumentFilter, *, exact: bool) -> str:
     return f"""
 WITH nearest AS (
     {nearest}
+), best AS (
+    SELECT DISTINCT ON (document_id) document_id, chunk_id, 1 - distance AS score
+    FROM nearest ORDER BY document_id, distance
 )
-SELECT DISTINCT ON (document_id) document_id, chunk_id, 1 - distance AS score
-FROM nearest ORDER BY document_id, distance
+SELECT document_id, chunk_id, score FROM best ORDER BY score DESC, document_id LIMIT :n
 """
 
 
@@ -120,7 +123,7 @@ def _lexical_params(org: uuid.UUID, q: str, where: DocumentFilter, n: int, corpu
 
 
 def _dense_params(org: uuid.UUID, vector: list[float], where: DocumentFilter, n: int) -> dict[str, Any]:
-    return {"org": org, "qvec": "[" + ",".join(f"{x:.7g}" for x in vector) + "]", "k": n * 3, **where.params}
+    return {"org": org, "qvec": "[" + ",".join(f"{x:.7g}" for x in vector) + "]", "k": n * 3, "n": n, **where.params}
 
 
 async def lexical_hits(
@@ -153,7 +156,7 @@ async def hybrid_hits(
     params = _lexical_params(org, q, where, n, corpus) | _dense_params(org, vector, where, n)
     rows = (await session.execute(text(statement), params)).all()
     lexical = _best_first(_hits(row for row in rows if row.leg == "lexical"))
-    dense = _best_first(_hits(row for row in rows if row.leg == "dense"))[:n]
+    dense = _best_first(_hits(row for row in rows if row.leg == "dense"))
     if not exact and len(dense) < n:  # the HNSW walk came back short: the exact scan answers
         dense = await dense_hits(session, org, vector, where, n, exact=True)
     return lexical, dense
@@ -186,6 +189,5 @@ async def dense_hits(
             await session.execute(text(f"SET LOCAL hnsw.ef_search = {ef_search}"))
         hits = _hits(await session.execute(text(_dense(where, exact=False)), params))
         if len(hits) >= n:
-            return _best_first(hits)[:n]
-    hits = _hits(await session.execute(text(_dense(where, exact=True)), params))
-    return _best_first(hits)[:n]
+            return hits
+    return _hits(await session.execute(text(_dense(where, exact=True)), params))
