@@ -65,8 +65,8 @@ class LexicalIndex:
     def __init__(self, min_merge_postings: int = MIN_MERGE_POSTINGS) -> None:
         self._min_merge = min_merge_postings
         self._vocabulary: dict[str, int] = {}
-        self._slot_of: dict[uuid.UUID, int] = {}
-        self._ids: list[uuid.UUID] = []
+        self._slot_of: dict[int, int] = {}  # uuid.int -> slot: ints only, which the garbage collector skips
+        self._slots = 0
         self._high = np.zeros(0, dtype=np.uint64)  # the id's two halves: ties are broken by id, as in SQL
         self._low = np.zeros(0, dtype=np.uint64)
         self._length = np.zeros(0, dtype=np.float64)
@@ -91,11 +91,10 @@ class LexicalIndex:
         return sum(a.nbytes for a in arrays) + self._base_slots.nbytes + self._base_tfs.nbytes
 
     def _slot(self, document_id: uuid.UUID) -> int:
-        slot = self._slot_of.get(document_id)
+        slot = self._slot_of.get(document_id.int)
         if slot is None:
-            slot = self._slot_of[document_id] = len(self._ids)
-            self._ids.append(document_id)
-            size = len(self._ids)
+            slot = self._slot_of[document_id.int] = self._slots
+            self._slots = size = slot + 1
             self._high, self._low = _grown(self._high, size), _grown(self._low, size)
             self._length, self._tokens = _grown(self._length, size), _grown(self._tokens, size)
             self._live, self._in_base = _grown(self._live, size), _grown(self._in_base, size)
@@ -145,7 +144,7 @@ class LexicalIndex:
         self._base_tfs = np.concatenate([self._base_tfs[keep], tfs])[order]
         self._offsets = np.zeros(len(self._vocabulary) + 1, dtype=np.int64)
         np.cumsum(np.bincount(codes, minlength=len(self._vocabulary)), out=self._offsets[1:])
-        self._in_base[: len(self._ids)] = True
+        self._in_base[: self._slots] = True
         self._changed, self._changed_postings, self._delta = {}, 0, None
 
     def _delta_arrays(self) -> tuple[NDArray[np.int32], Slots, NDArray[np.float32]]:
@@ -207,4 +206,9 @@ class LexicalIndex:
             best = scores >= nth
             candidates, scores = candidates[best], scores[best]
         order = np.lexsort((self._low[candidates], self._high[candidates], -scores))[:n]
-        return Ranked([self._ids[slot] for slot in candidates[order]], scores[order].tolist(), weights)
+        best = candidates[order]
+        ids = [
+            uuid.UUID(int=(int(high) << 64) | int(low))
+            for high, low in zip(self._high[best], self._low[best], strict=True)
+        ]
+        return Ranked(ids, scores[order].tolist(), weights)
