@@ -2,10 +2,12 @@
 
 import hashlib
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator import items, retrieval
@@ -21,7 +23,7 @@ from cortex_aggregator.store_dense import store_dense_hits
 from cortex_contracts.memory_item import MemoryItem
 from cortex_contracts.rpc import FeedPage, FeedRequest, RetrievalMode, Sort
 from cortex_contracts.vector_store import VectorStore
-from cortex_store.tenancy import org_transaction
+from cortex_store.tenancy import ORG_SETTING
 
 EmbedQuery = Callable[[str], Awaitable[list[float]]]
 
@@ -70,6 +72,21 @@ def _cursor_state(ctx: FeedContext, request: FeedRequest) -> dict[str, object] |
     if state.get("k") != _query_key(request):
         raise BadCursor("cursor belongs to another query")
     return state
+
+
+# The service forces custom plans (settings the feed's filtered SQL needs, bootstrap.py); a search's
+# statements plan as well generically (bench/search's EXPLAINs: custom and generic alike), and planning
+# them on every search cost ~2 ms of PostgreSQL. Bound with the organization, in one statement.
+BIND_FOR_SEARCH = text(f"SELECT set_config('{ORG_SETTING}', :org, true), set_config('plan_cache_mode', 'auto', true)")
+
+
+@asynccontextmanager
+async def _search_transaction(
+    sessions: async_sessionmaker[AsyncSession], org: uuid.UUID
+) -> AsyncIterator[AsyncSession]:
+    async with sessions() as session, session.begin():
+        await session.execute(BIND_FOR_SEARCH, {"org": str(org)})
+        yield session
 
 
 async def feed(ctx: FeedContext, request: FeedRequest) -> FeedPage:
@@ -173,7 +190,7 @@ async def _search(
     depth = max(CANDIDATES_PER_LEG, offset + request.limit + 1)
     use_dense = ctx.embed_query is not None and request.mode is not RetrievalMode.LEXICAL
     vector = await ctx.embed_query(request.q) if ctx.embed_query and use_dense else None
-    async with org_transaction(ctx.sessions, org) as session:
+    async with _search_transaction(ctx.sessions, org) as session:
         legs = await _legs(ctx, session, request, where, vector, depth)
         lexical, dense = legs.lexical, legs.dense
         fused = reciprocal_rank_fusion(

@@ -62,7 +62,8 @@ WITH s AS (
 SELECT s.*, d.id, d.deleted_at IS NULL AS live, d.token_count, p.lexemes, p.tfs, p.length
 FROM s
 LEFT JOIN (
-    SELECT * FROM kb_documents WHERE organization_id = $1 AND changed_xid >= $2::text::xid8 LIMIT $4
+    SELECT * FROM kb_documents WHERE organization_id = $1 AND changed_xid >= $2::text::xid8
+    ORDER BY changed_xid LIMIT $4  -- (the order keeps even a generic plan on the index: searches allow them)
 ) d ON true
 LEFT JOIN LATERAL (
     SELECT array_agg(lexeme) AS lexemes, array_agg(tf) AS tfs, max(length) AS length FROM (
