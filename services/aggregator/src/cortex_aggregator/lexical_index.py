@@ -26,7 +26,6 @@ LOW_64 = (1 << 64) - 1
 MIN_MERGE_POSTINGS = 50_000  # changed postings held apart before a merge, at least
 
 Slots = NDArray[np.int32]
-Floats = NDArray[np.float64]
 
 
 @dataclass(frozen=True)
@@ -181,8 +180,7 @@ class LexicalIndex:
         documents = float(self.live_documents)
         average_length = max(self._token_sum / documents, 1.0)
         weights: dict[str, float] = {}
-        matched: list[Slots] = []
-        parts: list[Floats] = []
+        scores = np.zeros(self._slots, dtype=np.float64)  # a word's postings name each document once
         for lexeme, count in query:
             code = self._vocabulary.get(lexeme)
             if code is None:
@@ -195,16 +193,13 @@ class LexicalIndex:
             weights[lexeme] = weight
             tf = tfs.astype(np.float64)
             norm = k1 * (1 - b + b * self._length[slots] / average_length)
-            matched.append(slots)
-            parts.append(weight * tf * (k1 + 1) / (tf + norm))
-        if not matched:
-            return Ranked([], [], weights)
-        candidates, where = np.unique(np.concatenate(matched), return_inverse=True)
-        scores = np.bincount(where, weights=np.concatenate(parts))
+            scores[slots] += weight * tf * (k1 + 1) / (tf + norm)
+        candidates = np.flatnonzero(scores)  # every matched document scores above 0: idf and tf are positive
+        scores = scores[candidates]
         if len(candidates) > n:  # keep the n best (and anything tied with the n-th), then order those
             nth = np.partition(scores, len(scores) - n)[len(scores) - n]
-            best = scores >= nth
-            candidates, scores = candidates[best], scores[best]
+            kept = scores >= nth
+            candidates, scores = candidates[kept], scores[kept]
         order = np.lexsort((self._low[candidates], self._high[candidates], -scores))[:n]
         best = candidates[order]
         ids = [
