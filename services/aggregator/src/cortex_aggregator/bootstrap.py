@@ -38,6 +38,7 @@ from cortex_messaging import rpc
 from cortex_messaging.connection import connect
 from cortex_plugins.registry import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker
+from cortex_telemetry.heap import freeze_startup_heap
 from cortex_vector_stores.binding import store_of_its_own
 
 log = logging.getLogger(__name__)
@@ -140,6 +141,7 @@ class Aggregator:
             for subject, handler in handlers.items():
                 await rpc.serve(nc, subject, QUEUE_GROUP, handler)
             log.info("answering %s", ", ".join(handlers))
+            freeze_startup_heap()
             self.ready.set()
             await self.stop.wait()
         finally:

@@ -18,6 +18,7 @@ from cortex_messaging.connection import connect
 from cortex_messaging.streams import ensure_streams
 from cortex_plugins import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker
+from cortex_telemetry.heap import freeze_startup_heap
 
 
 def create_app(settings: GatewaySettings) -> FastAPI:
@@ -32,6 +33,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         await ensure_streams(js)
         app.state.resources = Resources(settings, engine, make_sessionmaker(engine), nc, js, access_engine)
         app.state.plugins.use_database(app.state.resources.sessions)
+        freeze_startup_heap()
         try:
             yield
         finally:
