@@ -74,18 +74,22 @@ def _cursor_state(ctx: FeedContext, request: FeedRequest) -> dict[str, object] |
     return state
 
 
-# The service forces custom plans (settings the feed's filtered SQL needs, bootstrap.py); a search's
-# statements plan as well generically (bench/search's EXPLAINs: custom and generic alike), and planning
-# them on every search cost ~2 ms of PostgreSQL. Bound with the organization, in one statement.
-BIND_FOR_SEARCH = text(f"SELECT set_config('{ORG_SETTING}', :org, true), set_config('plan_cache_mode', 'auto', true)")
+# The service forces custom plans: filtered SQL needs plans made for its filter values (bootstrap.py).
+# An unfiltered search's statements plan as well generically (bench/search's EXPLAINs: custom and generic
+# alike), and planning them on every search cost ~2 ms of PostgreSQL: they may reuse a generic plan.
+BIND = text(f"SELECT set_config('{ORG_SETTING}', :org, true)")
+BIND_REUSING_PLANS = text(
+    f"SELECT set_config('{ORG_SETTING}', :org, true), set_config('plan_cache_mode', 'auto', true)"
+)
 
 
 @asynccontextmanager
 async def _search_transaction(
-    sessions: async_sessionmaker[AsyncSession], org: uuid.UUID
+    sessions: async_sessionmaker[AsyncSession], org: uuid.UUID, where: DocumentFilter
 ) -> AsyncIterator[AsyncSession]:
+    """A transaction bound to the organization, in one statement with the plan setting."""
     async with sessions() as session, session.begin():
-        await session.execute(BIND_FOR_SEARCH, {"org": str(org)})
+        await session.execute(BIND if where.active else BIND_REUSING_PLANS, {"org": str(org)})
         yield session
 
 
@@ -190,7 +194,7 @@ async def _search(
     depth = max(CANDIDATES_PER_LEG, offset + request.limit + 1)
     use_dense = ctx.embed_query is not None and request.mode is not RetrievalMode.LEXICAL
     vector = await ctx.embed_query(request.q) if ctx.embed_query and use_dense else None
-    async with _search_transaction(ctx.sessions, org) as session:
+    async with _search_transaction(ctx.sessions, org, where) as session:
         legs = await _legs(ctx, session, request, where, vector, depth)
         lexical, dense = legs.lexical, legs.dense
         fused = reciprocal_rank_fusion(

@@ -81,6 +81,15 @@ class LexicalIndex:
         self.live_documents = 0
         self._token_sum = 0.0
 
+    @classmethod
+    def built(cls, documents: Iterable[DocumentPostings]) -> "LexicalIndex":
+        """An index of these documents, in one base."""
+        index = cls()
+        index.apply(documents)  # (merges at its end when the documents are many)
+        if index._changed:
+            index.merge()
+        return index
+
     @property
     def postings(self) -> int:
         return len(self._base_slots) + self._changed_postings

@@ -115,10 +115,6 @@ class LexicalIndexes:
         self._entries.move_to_end(organization_id)
         return entry
 
-    def loaded(self, organization_id: uuid.UUID) -> bool:
-        entry = self._entries.get(organization_id)
-        return entry is not None and entry.index is not None
-
     async def wait_loaded(self, organization_id: uuid.UUID) -> None:
         """Start loading the organization's index if need be and wait for it (tests, warm-up)."""
         entry = self._entry(organization_id)
@@ -167,9 +163,7 @@ class LexicalIndexes:
         try:
             async with org_transaction(self._sessions, organization_id) as session:
                 rows = await (await driver_connection(session)).fetch(LOAD_SQL, organization_id)
-            index = LexicalIndex()
-            await asyncio.to_thread(index.apply, _documents(rows))
-            await asyncio.to_thread(index.merge)
+            index = await asyncio.to_thread(lambda: LexicalIndex.built(_documents(rows)))
         except Exception:
             log.exception("loading the lexical index of %s failed; searches rank in SQL meanwhile", organization_id)
             return
