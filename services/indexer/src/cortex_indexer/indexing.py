@@ -184,8 +184,9 @@ async def index_document(
                 "deleted_at": None,
             },
         )
-        await repository.replace_tags(session, doc.organization_id, doc.document_id, doc.tags)
-        await repository.replace_citations(session, doc.organization_id, doc.document_id, doc.cites)
+        existing = claim.stored is not None  # a new document has no tags, citations or chunks to replace
+        await repository.replace_tags(session, doc.organization_id, doc.document_id, doc.tags, existing=existing)
+        await repository.replace_citations(session, doc.organization_id, doc.document_id, doc.cites, existing=existing)
         await repository.replace_chunks(
             session,
             doc.document_id,
@@ -201,6 +202,7 @@ async def index_document(
                 }
                 for chunk in chunks
             ],
+            existing=existing,
         )
         if ctx.vectors is not None:
             await mirror_document(session, ctx.vectors, doc.document_id)

@@ -79,10 +79,12 @@ GROUP BY tag
 
 
 async def replace_tags(
-    session: AsyncSession, organization_id: uuid.UUID, document_id: uuid.UUID, tags: list[str]
+    session: AsyncSession, organization_id: uuid.UUID, document_id: uuid.UUID, tags: list[str], *, existing: bool
 ) -> None:
-    """The document's tags as rows: the feed's tag filter reads these (an index row-level security allows)."""
-    await session.execute(DELETE_TAGS, {"document_id": document_id})
+    """The document's tags as rows: the feed's tag filter reads these (an index row-level security allows).
+    A document that was not `existing` has none to delete."""
+    if existing:
+        await session.execute(DELETE_TAGS, {"document_id": document_id})
     if tags:
         params = {"organization_id": organization_id, "document_id": document_id, "tags": tags}
         await session.execute(INSERT_TAGS, params)
@@ -105,15 +107,17 @@ INSERT INTO kb_chunks (document_id, organization_id, ordinal, heading, text, con
 VALUES (:document_id, :organization_id, :ordinal, :heading, :text, :content_hash, CAST(:embedding AS vector), (
     SELECT count(*) FROM unnest({CHUNK_TSV}) u, unnest(u.weights) w WHERE w <> 'A' OR CAST(:heading_counts AS boolean)))
 """)
-COUNT_DOCUMENT_TOKENS = text("""
-UPDATE kb_documents d
-SET token_count = coalesce((SELECT sum(c.token_count) FROM kb_chunks c WHERE c.document_id = d.id), 0)
-WHERE d.id = :document_id
-""")
-INSERT_POSTINGS = text(f"""
+# The document's token count (the sum of its passages') and its postings, in one statement.
+COUNT_TOKENS_AND_POST = text(f"""
+WITH d AS (
+    UPDATE kb_documents d
+    SET token_count = coalesce((SELECT sum(c.token_count) FROM kb_chunks c WHERE c.document_id = d.id), 0)
+    WHERE d.id = :document_id
+    RETURNING d.id, d.token_count
+)
 INSERT INTO kb_postings (organization_id, lexeme, chunk_id, document_id, tf, document_tokens)
 SELECT c.organization_id, u.lexeme, c.id, c.document_id, t.tf, d.token_count
-FROM kb_chunks c JOIN kb_documents d ON d.id = c.document_id, unnest(c.tsv) u,
+FROM kb_chunks c JOIN d ON d.id = c.document_id, unnest(c.tsv) u,
      LATERAL (SELECT count(*)::int AS tf FROM unnest(u.weights) w WHERE w <> 'A' OR {HEADING_COUNTS}) t
 WHERE c.document_id = :document_id AND t.tf > 0
 """)
@@ -135,14 +139,16 @@ def _chunk_parameters(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-async def replace_chunks(session: AsyncSession, document_id: uuid.UUID, rows: list[dict[str, Any]]) -> None:
+async def replace_chunks(
+    session: AsyncSession, document_id: uuid.UUID, rows: list[dict[str, Any]], *, existing: bool
+) -> None:
     """Replace the document's chunks (their postings go with them, by cascade) and post the new ones.
-    `rows` are in ordinal order."""
-    await session.execute(delete(KbChunk).where(KbChunk.document_id == document_id))
+    `rows` are in ordinal order. A document that was not `existing` has none to delete."""
+    if existing:
+        await session.execute(delete(KbChunk).where(KbChunk.document_id == document_id))
     if rows:
         await session.execute(INSERT_CHUNK, _chunk_parameters(rows))
-        await session.execute(COUNT_DOCUMENT_TOKENS, {"document_id": document_id})
-        await session.execute(INSERT_POSTINGS, {"document_id": document_id})
+        await session.execute(COUNT_TOKENS_AND_POST, {"document_id": document_id})
 
 
 async def tombstone_document(
@@ -193,8 +199,11 @@ async def replace_citations(
     organization_id: uuid.UUID,
     document_id: uuid.UUID,
     cited: list[uuid.UUID],
+    *,
+    existing: bool,
 ) -> None:
-    await session.execute(delete(KbCitation).where(KbCitation.citing_id == document_id))
+    if existing:  # (a new document cites nothing yet)
+        await session.execute(delete(KbCitation).where(KbCitation.citing_id == document_id))
     rows = [
         {"organization_id": organization_id, "citing_id": document_id, "cited_id": target}
         for target in dict.fromkeys(cited)
