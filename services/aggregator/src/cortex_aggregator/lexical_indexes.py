@@ -11,9 +11,9 @@ analyses the query into lexemes. Refreshes of one organization take turns (an as
 state is never overwritten by an earlier one. When more than `reload_above` (2,000) changed at once
 (a bulk import), the index is loaded afresh in the background instead, and SQL ranks meanwhile.
 
-At most `max_organizations` indexes are kept, least recently used dropped: ~8 bytes per posting plus
-~40 per document (at 100k one-passage documents, ~6M postings: ~50 MB). Loading is logged with its size
-and time.
+At most `max_organizations` indexes are kept, least recently used dropped: ~8 bytes per posting and ~40
+per document in arrays, plus a dict of document ids (measured at 100k one-passage documents: 3.45M
+postings, 32 MB of arrays, loaded in 25 s). Loading is logged with its size and time.
 """
 
 import asyncio

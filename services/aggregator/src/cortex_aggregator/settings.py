@@ -61,7 +61,7 @@ class AggregatorSettings(BaseSettings):
         default=16,
         ge=0,
         description="Organizations whose BM25 postings are kept in memory for searches without filters, least "
-        "recently used dropped; about 8 bytes per posting (~50 MB per 100k one-passage documents). 0: BM25 "
+        "recently used dropped; about 8 bytes per posting (32 MB of arrays for 100k one-passage documents). 0: BM25 "
         "always in SQL (filtered searches, and an organization's first searches while its index loads, are).",
     )
     pool_size: int = Field(default=8, ge=1)
