@@ -68,6 +68,7 @@ from bench.dataset import DocumentFields, Passage
 from bench.explain import Explained, explain_search
 from bench.explain import label as search_label
 from bench.harness import RESULTS_DIR, Deployment, Member, asyncpg_dsn, deployment, new_member
+from bench.http_client import HttpError, KeepAliveClient
 from bench.report import environment, latency_summary, table, write_json
 from cortex_contracts.doc_classes import DOC_CLASSES
 from cortex_store.tenancy import APP_ROLE
@@ -274,18 +275,18 @@ async def fire(
     run = Run()
 
     async def client() -> None:
-        async with httpx.AsyncClient(base_url=base_url, headers=headers, timeout=120) as http:
+        async with KeepAliveClient(base_url, headers) as http:
             while (index := next(counter)) < total:
                 key = (index + offset) % len(pairs)
                 started = time.perf_counter()
                 try:
-                    response = await http.get(kind.path, params=params_for(kind, pairs[key], limit))
-                except httpx.HTTPError as exc:
+                    status, _ = await http.get(kind.path, params_for(kind, pairs[key], limit))
+                except HttpError as exc:
                     run.errors[type(exc).__name__] = run.errors.get(type(exc).__name__, 0) + 1
                     continue
                 elapsed = time.perf_counter() - started
-                if response.status_code != 200:
-                    run.errors[str(response.status_code)] = run.errors.get(str(response.status_code), 0) + 1
+                if status != 200:
+                    run.errors[str(status)] = run.errors.get(str(status), 0) + 1
                     continue
                 run.latencies.append(elapsed)
                 run.by_pair.setdefault(key, []).append(elapsed)

@@ -37,7 +37,8 @@ class KeepAliveClient:
         """(status, body) of one GET."""
         if self._reader is None or self._writer is None:
             raise HttpError("not connected")
-        self._writer.write(f"GET {path}?{urlencode(params)} HTTP/1.1\r\n{self._headers}\r\n".encode())
+        target = f"{path}?{urlencode(params)}" if params else path
+        self._writer.write(f"GET {target} HTTP/1.1\r\n{self._headers}\r\n".encode())
         try:
             status = int((await self._reader.readline()).split(b" ", 2)[1])
             length, chunked = None, False
