@@ -8,6 +8,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from cortex_contracts.memory_item import ItemKind, MemoryItem
+from cortex_store import records
 
 SNIPPET_CHARS = 280
 NOTE_SOURCE = "note"
@@ -105,5 +106,4 @@ async def rows_with_passages(
         "lexemes": list(words),
         "weights": list(words.values()),
     }
-    result = await session.execute(text(WITH_PASSAGES), params)
-    return {row.id: row for row in result}
+    return {row.id: row for row in await records.fetch(session, WITH_PASSAGES, params)}

@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from cortex_aggregator.corpus_stats import Corpus
 from cortex_aggregator.filters import DocumentFilter
+from cortex_store import records
 
 HNSW_EF_SEARCH = 300  # the first pages' need (k = 3 x 100 candidates), set per connection: no statement
 HNSW_EF_SEARCH_MAX = 1000  # pgvector's upper bound
@@ -187,7 +188,7 @@ async def dense_hits(
         if n * 3 > HNSW_EF_SEARCH:  # deeper than the connection's default
             ef_search = min(HNSW_EF_SEARCH_MAX, n * 3)
             await session.execute(text(f"SET LOCAL hnsw.ef_search = {ef_search}"))
-        hits = _hits(await session.execute(text(_dense(where, exact=False)), params))
+        hits = _hits(await records.fetch(session, _dense(where, exact=False), params))
         if len(hits) >= n:
             return hits
-    return _hits(await session.execute(text(_dense(where, exact=True)), params))
+    return _hits(await records.fetch(session, _dense(where, exact=True), params))
