@@ -17,7 +17,7 @@ from cortex_aggregator.lexical_indexes import LexicalIndexes
 from cortex_contracts.rpc import FeedFilters
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.tenancy import org_transaction
-from tests.conftest import Org
+from tests.conftest import Org, OrgFactory
 from tests.events import IndexedWatcher, delete_event, publish_delete, publish_upsert, upsert_event
 from tests.infrastructure import Infrastructure
 
@@ -114,6 +114,26 @@ async def test_a_bulk_change_loads_the_index_afresh_and_sql_ranks_meanwhile(
     assert during is None  # 5 changed documents, more than 4: loading afresh
     await indexes.wait_loaded(org.id)
     assert len(await _assert_same_ranking(sessions, indexes, org.id, "process")) == 8
+
+
+async def test_indexes_past_the_memory_budget_are_dropped_least_recently_used_first(
+    make_org: OrgFactory, js: JetStreamContext, nats_client: NATS, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    first, second = await make_org(), await make_org()
+    for org in (first, second):
+        await _publish(js, nats_client, org, {uuid.uuid4(): (body(i), 1) for i in range(6)})
+    probe = LexicalIndexes(sessions)
+    await probe.wait_loaded(first.id)
+    one = probe.held_bytes()
+    indexes = LexicalIndexes(sessions, max_bytes=one + one // 2)  # room for one of the two, not both
+    await indexes.wait_loaded(first.id)
+    await indexes.wait_loaded(second.id)
+    assert indexes.held_bytes() <= one + one // 2
+    async with org_transaction(sessions, second.id) as session:
+        kept = await indexes.rank(session, second.id, "process", DEPTH, retrieval.BM25_K1, retrieval.BM25_B)
+    assert kept is not None and len(kept.ids) == 6
+    async with org_transaction(sessions, first.id) as session:  # dropped: SQL ranks while it loads again
+        assert await indexes.rank(session, first.id, "process", DEPTH, retrieval.BM25_K1, retrieval.BM25_B) is None
 
 
 async def test_a_page_shows_the_matching_passage_before_and_after_the_index_loads(

@@ -93,7 +93,11 @@ class Aggregator:
                 ),
                 indexes=indexes,
                 vectors=self.vectors,
-                lexical=LexicalIndexes(sessions, settings.lexical_index_max_organizations)
+                lexical=LexicalIndexes(
+                    sessions,
+                    settings.lexical_index_max_organizations,
+                    max_bytes=settings.lexical_index_max_megabytes * 10**6,
+                )
                 if settings.lexical_index_max_organizations
                 else None,
             )

@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 LOW_64 = (1 << 64) - 1
 MIN_MERGE_POSTINGS = 50_000  # changed postings held apart before a merge, at least
+DICT_ENTRY_BYTES = 100
 
 Slots = NDArray[np.int32]
 
@@ -95,8 +96,11 @@ class LexicalIndex:
         return len(self._base_slots) + self._changed_postings
 
     def nbytes(self) -> int:
+        """Memory held, about: the arrays, the changed documents' postings, and ~100 bytes per document and
+        per word for the two dicts (an int or str key, an int value, the table slot)."""
         arrays = (self._high, self._low, self._length, self._tokens, self._live, self._in_base, self._offsets)
-        return sum(a.nbytes for a in arrays) + self._base_slots.nbytes + self._base_tfs.nbytes
+        held = sum(a.nbytes for a in arrays) + self._base_slots.nbytes + self._base_tfs.nbytes
+        return held + 8 * self._changed_postings + DICT_ENTRY_BYTES * (self._slots + len(self._vocabulary))
 
     def _slot(self, document_id: uuid.UUID) -> int:
         slot = self._slot_of.get(document_id.int)

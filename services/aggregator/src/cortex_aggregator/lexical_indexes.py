@@ -11,9 +11,10 @@ analyses the query into lexemes. Refreshes of one organization take turns (an as
 state is never overwritten by an earlier one. When more than `reload_above` (2,000) changed at once
 (a bulk import), the index is loaded afresh in the background instead, and SQL ranks meanwhile.
 
-At most `max_organizations` indexes are kept, least recently used dropped: ~8 bytes per posting and ~40
-per document in arrays, plus a dict of document ids (measured at 100k one-passage documents: 3.45M
-postings, 32 MB of arrays, loaded in 25 s). Loading is logged with its size and time.
+At most `max_organizations` indexes are kept, and together at most `max_bytes` (1 GiB by default,
+checked after each load and each refresh that changed one), least recently used dropped: ~8 bytes per
+posting and ~40 per document in arrays, plus a dict of document ids (measured at 100k one-passage
+documents: 3.45M postings, 32 MB of arrays, loaded in 25 s). Loading is logged with its size and time.
 """
 
 import asyncio
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 THREAD_ABOVE_DOCUMENTS = 500  # larger refreshes are applied off the event loop (holding the turn)
 RELOAD_ABOVE_DOCUMENTS = 2000  # more changed at once (a bulk import): load afresh, in SQL meanwhile
+DEFAULT_MAX_BYTES = 1 << 30
 
 _SNAPSHOT = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin"
 
@@ -100,11 +102,33 @@ class LexicalIndexes:
         sessions: async_sessionmaker[AsyncSession],
         max_organizations: int = 16,
         reload_above: int = RELOAD_ABOVE_DOCUMENTS,
+        max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self._sessions = sessions
         self._max = max_organizations
         self._reload_above = reload_above
+        self._max_bytes = max_bytes
         self._entries: OrderedDict[uuid.UUID, _Entry] = OrderedDict()
+
+    def held_bytes(self) -> int:
+        return sum(entry.index.nbytes() for entry in self._entries.values() if entry.index is not None)
+
+    def _within_budget(self, keep: uuid.UUID) -> None:
+        """Drop the least recently used indexes until those held fit `max_bytes` (`keep`'s is never
+        dropped: one organization bigger than the budget is still served from memory, alone)."""
+        held = self.held_bytes()
+        for organization_id in list(self._entries):
+            if held <= self._max_bytes:
+                return
+            index = self._entries[organization_id].index
+            if organization_id != keep and index is not None:
+                held -= index.nbytes()
+                del self._entries[organization_id]
+                log.info(
+                    "lexical index of %s dropped: the indexes held exceed %d MB",
+                    organization_id,
+                    self._max_bytes // 10**6,
+                )
 
     def _entry(self, organization_id: uuid.UUID) -> _Entry:
         entry = self._entries.get(organization_id)
@@ -154,6 +178,8 @@ class LexicalIndexes:
                 entry.index = None  # half-applied: load again
                 raise
             entry.xmin = int(rows[0]["xmin"])
+            if changed:
+                self._within_budget(keep=organization_id)
             first = rows[0]
             query = list(zip(first["query_lexemes"] or (), first["query_counts"] or (), strict=True))
             return index.rank(query, n, k1, b)
@@ -169,6 +195,7 @@ class LexicalIndexes:
             return
         async with entry.turn:
             entry.index, entry.xmin = index, int(rows[0]["xmin"])
+        self._within_budget(keep=organization_id)
         log.info(
             "lexical index of %s loaded: %d documents, %d postings, %.1f MB in %.2f s",
             organization_id,

@@ -64,6 +64,12 @@ class AggregatorSettings(BaseSettings):
         "recently used dropped; about 8 bytes per posting (32 MB of arrays for 100k one-passage documents). 0: BM25 "
         "always in SQL (filtered searches, and an organization's first searches while its index loads, are).",
     )
+    lexical_index_max_megabytes: int = Field(
+        default=1024,
+        ge=1,
+        description="The most memory the in-memory BM25 indexes may hold together, least recently used dropped "
+        "(the organization being searched is always kept).",
+    )
     pool_size: int = Field(default=8, ge=1)
     log_level: str = "INFO"
     trace_exporter: TraceExporter = Field(
