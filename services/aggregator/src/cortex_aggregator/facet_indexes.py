@@ -34,6 +34,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator.facet_catalog import CATALOG_SQL, catalog_from_rows
 from cortex_aggregator.facet_index import OrgIndex
+from cortex_aggregator.lru import entry_of
 from cortex_store.database import driver_connection
 from cortex_store.tenancy import ORG_SETTING
 
@@ -107,13 +108,7 @@ class FacetIndexes:
         return organization_id in self._entries
 
     def _entry(self, organization_id: uuid.UUID) -> _Entry:
-        entry = self._entries.get(organization_id)
-        if entry is None:
-            entry = self._entries[organization_id] = _Entry()
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
-        self._entries.move_to_end(organization_id)
-        return entry
+        return entry_of(self._entries, organization_id, _Entry, self._max)
 
     async def count(self, organization_id: uuid.UUID, compute: Callable[[OrgIndex], T]) -> T:
         """`compute` over the organization's index as of a snapshot taken after this call began."""

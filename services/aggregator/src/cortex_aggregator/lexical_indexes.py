@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator.lexical_index import DocumentPostings, LexicalIndex, Ranked
+from cortex_aggregator.lru import entry_of
 from cortex_store.database import driver_connection
 from cortex_store.tenancy import org_transaction
 
@@ -131,13 +132,7 @@ class LexicalIndexes:
                 )
 
     def _entry(self, organization_id: uuid.UUID) -> _Entry:
-        entry = self._entries.get(organization_id)
-        if entry is None:
-            entry = self._entries[organization_id] = _Entry()
-            while len(self._entries) > self._max:
-                self._entries.popitem(last=False)
-        self._entries.move_to_end(organization_id)
-        return entry
+        return entry_of(self._entries, organization_id, _Entry, self._max)
 
     async def wait_loaded(self, organization_id: uuid.UUID) -> None:
         """Start loading the organization's index if need be and wait for it (tests, warm-up)."""
