@@ -57,10 +57,12 @@ LEFT JOIN per_document p ON p.document_id = d.id
 # What changed since the last read's xmin ($2), deletions included, and the query ($3) as lexemes.
 REFRESH_SQL = f"""
 WITH s AS (
-    SELECT q.*, (SELECT array_agg(u.lexeme) FROM unnest(to_tsvector('english', $3)) u) AS query_lexemes,
-           (SELECT array_agg(coalesce(array_length(u.positions, 1), 1)) FROM unnest(to_tsvector('english', $3)) u)
-           AS query_counts
-    FROM ({_SNAPSHOT}) q
+    SELECT q.xmin, words.query_lexemes, words.query_counts
+    FROM ({_SNAPSHOT}) q, (
+        SELECT array_agg(u.lexeme) AS query_lexemes,
+               array_agg(coalesce(array_length(u.positions, 1), 1)) AS query_counts
+        FROM unnest(to_tsvector('english', $3)) u
+    ) words
 )
 SELECT s.*, d.id, d.deleted_at IS NULL AS live, d.token_count, p.lexemes, p.tfs, p.length
 FROM s
