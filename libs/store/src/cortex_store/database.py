@@ -1,5 +1,7 @@
 """Engine and session factory. Built by each service's bootstrap, never at import time."""
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from sqlalchemy.engine import make_url
@@ -40,3 +42,19 @@ async def driver_connection(session: AsyncSession) -> Any:
     connection = await session.connection()
     raw = await connection.get_raw_connection()
     return raw.driver_connection
+
+
+@asynccontextmanager
+async def autocommit_connection(sessions: async_sessionmaker[AsyncSession]) -> AsyncIterator[Any]:
+    """An asyncpg connection from the sessions' pool on which every statement is its own transaction:
+    one round trip for a statement that does a whole transaction's work (a database function), with
+    no BEGIN and COMMIT around it. A connection the server has closed is discarded, not pooled again."""
+    engine: AsyncEngine = sessions.kw["bind"]
+    async with engine.execution_options(isolation_level="AUTOCOMMIT").connect() as connection:
+        raw = await connection.get_raw_connection()
+        driver = raw.driver_connection
+        try:
+            yield driver
+        finally:
+            if driver is not None and driver.is_closed():
+                await connection.invalidate()

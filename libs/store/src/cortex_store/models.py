@@ -185,7 +185,6 @@ class KbChunk(Base):
 
     __tablename__ = "kb_chunks"
     __table_args__ = (
-        Index("kb_chunks_tsv", "tsv", postgresql_using="gin"),
         Index(
             "kb_chunks_embedding_hnsw",
             "embedding",

@@ -43,7 +43,9 @@ class Indexer:
         """Consume until `stop` is set; then finish what is in flight and close everything."""
         settings = self.settings
         # Handlers hold a connection only around their short transactions, not while they wait for the embedder.
-        engine = make_engine(settings.database_url, pool_size=min(settings.concurrency, 16))
+        # No ping on checkout (three round trips): a statement failing on a connection the server closed
+        # fails its event, which the consumer retries.
+        engine = make_engine(settings.database_url, pool_size=min(settings.concurrency, 16), pre_ping=False)
         nc = await connect(settings.nats_url, name="cortex-indexer")
         try:
             js = nc.jetstream()
@@ -64,12 +66,14 @@ class Indexer:
                     vectors=self.vectors,
                 )
                 background.append(backfill.run(self.stop))
+            relay = OutboxRelay(sessions, js)
             ctx = IndexingContext(
                 sessions=sessions,
                 embed=self.embedder.embed if self.embedder else None,
                 consumer=CONSUMER,
                 space=space,
                 vectors=self.vectors,
+                relay=relay,
             )
             catalog_ctx = IndexingContext(sessions=sessions, embed=None, consumer=CATALOG_CONSUMER)
             memory_ctx = IndexingContext(sessions=sessions, embed=ctx.embed, consumer=MEMORY_CONSUMER, space=space)
@@ -96,11 +100,10 @@ class Indexer:
                 max_deliver=settings.max_deliver,
                 concurrency=4,
             )
-            relay = OutboxRelay(sessions, js)
             await asyncio.gather(
                 *background,
                 relay.sweep(self.stop),
-                DurableConsumer(js, documents, make_kb_handler(ctx, js, relay)).run(self.stop),
+                DurableConsumer(js, documents, make_kb_handler(ctx, js)).run(self.stop),
                 DurableConsumer(js, catalog, make_catalog_handler(catalog_ctx)).run(self.stop),
                 DurableConsumer(js, memory, make_memory_handler(memory_ctx)).run(self.stop),
             )

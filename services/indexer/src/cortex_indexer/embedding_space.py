@@ -69,16 +69,20 @@ async def holds(session: AsyncSession, space: EmbeddingSpace) -> bool:
     row = (await session.execute(ACTIVE)).first()
     if row is not None and row.model == space.model and row.dimension == space.dimension:
         return True
+    superseded(space, f"{row.model if row else None} (dimension {row.dimension if row else None})")
+    return False
+
+
+def superseded(space: EmbeddingSpace, now_in: str = "another embedding space") -> None:
+    """Another copy switched the index to its model: this copy writes lexical-only from now on (it does not
+    switch back: that copy is the newer configuration), and says so once."""
     if space.adopted and not space.superseded:
         log.error(
-            "the index is now in embedding space %s (dimension %s), not %s: this copy indexes lexical-only "
-            "until it is restarted with that model",
-            row.model if row else None,
-            row.dimension if row else None,
+            "the index is now in %s, not %s: this copy indexes lexical-only until it is restarted with that model",
+            now_in,
             space.model,
         )
-        space.superseded = True
-    return False
+    space.superseded = True
 
 
 async def adopt(sessions: async_sessionmaker[AsyncSession], embedder: BatchingEmbedder, space: EmbeddingSpace) -> bool:

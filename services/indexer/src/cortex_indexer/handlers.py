@@ -1,4 +1,4 @@
-"""Entry point for `kb.>` events: validate the payload, call the indexing function, publish after commit."""
+"""Entry point for `kb.>` events: validate the payload, call the indexing function."""
 
 import logging
 from typing import TypeVar
@@ -15,8 +15,6 @@ from cortex_contracts.documents import (
 from cortex_contracts.uploads import UploadCreated
 from cortex_indexer.indexing import EventMeta, IndexingContext, delete_document, index_document
 from cortex_indexer.object_bodies import read_body
-from cortex_indexer.outbox import OutboxRelay
-from cortex_indexer.reports import report_id
 from cortex_indexer.tenant_guard import refuse_cross_tenant_writes
 from cortex_indexer.uploads import index_upload
 from cortex_messaging.delivery import Delivery, Handler, PoisonMessage, RecordedFailure
@@ -41,7 +39,7 @@ def event_meta(delivery: Delivery) -> EventMeta:
     return EventMeta(event_id=event.id, organization_id=event.orgid, tenant_id=event.tenantid, time=event.time)
 
 
-def make_kb_handler(ctx: IndexingContext, js: JetStreamContext, relay: OutboxRelay) -> Handler:
+def make_kb_handler(ctx: IndexingContext, js: JetStreamContext) -> Handler:
     @refuse_cross_tenant_writes
     async def handle(delivery: Delivery) -> RecordedFailure | None:
         meta = event_meta(delivery)
@@ -59,7 +57,6 @@ def make_kb_handler(ctx: IndexingContext, js: JetStreamContext, relay: OutboxRel
         else:
             raise PoisonMessage(f"unknown event {delivery.action!r} on {delivery.subject}")
         if result is not None:
-            await relay.send(report_id(result))  # staged in the indexing transaction
             log.info("indexed document %s v%d (%d chunks)", result.document_id, result.version, result.chunks)
         return RecordedFailure(reason=EXTRACTION_FAILED, error=failure_reason) if failure_reason else None
 

@@ -1,15 +1,19 @@
 """Index and delete documents: the indexer's work, independent of where the event came from.
 
-Each function runs one transaction; the event it returns is published by the caller after the commit.
+Each function's writes are one transaction, which stages the `document.indexed` report in the outbox;
+the report is sent once that transaction has committed.
 """
 
 import hashlib
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
+import asyncpg
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_contracts.documents import DocumentDeleted, DocumentIndexed, DocumentUpserted
@@ -19,15 +23,21 @@ from cortex_embedding.errors import EmbeddingError
 from cortex_indexer import embedding_space, repository
 from cortex_indexer.chunking import Chunk, chunk_document
 from cortex_indexer.embedding_space import EmbeddingSpace
-from cortex_indexer.reports import stage_report
+from cortex_indexer.outbox import OutboxRelay, stage
+from cortex_indexer.reports import report_message
 from cortex_indexer.vector_mirror import mirror_document
 from cortex_messaging.delivery import PoisonMessage
-from cortex_store.tenancy import bind_organization
+from cortex_store.database import autocommit_connection, driver_connection
+from cortex_store.tenancy import bind_organization, org_transaction
 
 log = logging.getLogger(__name__)
 
 EmbedFn = Callable[[list[str]], Awaitable[list[list[float]]]]
 FAILED = "failed"  # status of a document whose file could not be read
+# The database functions' refusals (migration 0013), by SQLSTATE.
+UNKNOWN_ORGANIZATION = "CXORG"
+OTHER_ORGANIZATIONS_DOCUMENT = "CXOWN"
+OTHER_EMBEDDING_SPACE = "CXSPC"
 
 
 class UnknownOrganization(Exception):
@@ -41,6 +51,7 @@ class IndexingContext:
     consumer: str
     space: EmbeddingSpace | None = None  # the embedder's space; embeddings are written only while it is active
     vectors: VectorStore | None = None  # a store of its own (Qdrant) mirrored in the same transaction; None: pgvector
+    relay: OutboxRelay | None = None  # sends each report once its transaction committed; None: the sweep does
 
 
 @dataclass(frozen=True)
@@ -54,6 +65,19 @@ class EventMeta:
 def _check_owner(stored: repository.StoredVersion | None, organization_id: uuid.UUID) -> None:
     if stored is not None and stored.organization_id != organization_id:
         raise PoisonMessage("document id already belongs to another organization")
+
+
+@contextmanager
+def _refusals(organization_id: uuid.UUID) -> Iterator[None]:
+    """The database functions' refusals (migration 0013) as the consumer's outcomes."""
+    try:
+        yield
+    except asyncpg.PostgresError as exc:
+        if exc.sqlstate == UNKNOWN_ORGANIZATION:
+            raise UnknownOrganization(str(organization_id)) from exc
+        if exc.sqlstate == OTHER_ORGANIZATIONS_DOCUMENT:
+            raise PoisonMessage(str(exc)) from exc
+        raise
 
 
 @dataclass(frozen=True)
@@ -89,18 +113,18 @@ async def _prior_embeddings(
     ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUID, version: int, *, want_embeddings: bool = True
 ) -> dict[str, list[float]] | None:
     """None when the event is stale (a duplicate, or not newer than what is stored); else the stored
-    document's embeddings by passage hash, for the passages an edit left unchanged. One transaction."""
-    async with ctx.sessions() as session, session.begin():
-        await bind_organization(session, meta.organization_id)
-        if await repository.was_processed(session, ctx.consumer, meta.event_id):
-            return None
-        stored = await repository.stored_version(session, document_id)
-        _check_owner(stored, meta.organization_id)
-        if stored is not None and stored.version >= version:
-            return None
-        if stored is None or not want_embeddings:
-            return {}
-        return await repository.embeddings_by_hash(session, document_id)
+    document's embeddings by passage hash, for the passages an edit left unchanged. One statement."""
+    async with autocommit_connection(ctx.sessions) as connection:
+        with _refusals(meta.organization_id):
+            return await repository.document_prior(
+                connection,
+                ctx.consumer,
+                meta.event_id,
+                meta.organization_id,
+                document_id,
+                version,
+                want_embeddings=want_embeddings,
+            )
 
 
 Embeddings = list[list[float] | None]  # one per chunk; None: stored lexical-only, backfilled later
@@ -149,73 +173,110 @@ async def index_document(
         return None
     chunks = [] if failure_reason else chunk_document(doc.title, body)
     embeddings = None if failure_reason else await _embed_changed(ctx, doc.document_id, chunks, known)
-    now = datetime.now(UTC)
-    async with ctx.sessions() as session, session.begin():
-        if embeddings is not None and ctx.space is not None and not await embedding_space.holds(session, ctx.space):
-            embeddings = None  # the index moved to another model meanwhile: never store vectors of two models
-        claim = await _claim_newer(session, ctx, meta, doc.document_id, doc.version)
-        if not claim.newer:
-            return None
-        if upload is not None:
-            await repository.upsert_upload(session, upload)
-        await repository.upsert_document(
-            session,
-            {
-                "id": doc.document_id,
-                "organization_id": doc.organization_id,
-                "tenant_id": meta.tenant_id,
-                "scope": "work" if doc.work_id else "org",
-                "work_id": doc.work_id,
-                "title": doc.title,
-                "doc_class": doc.doc_class,
-                "status": FAILED if failure_reason else doc.status.value,
-                "failure_reason": failure_reason,
-                "upload_id": doc.upload_id,
-                "agent_id": doc.agent_id,
-                "agent_run_id": doc.agent_run_id,
-                "source": doc.source,
-                "tags": sorted(set(doc.tags)),
-                "body": body,
-                "content_hash": hashlib.sha256(body.encode()).hexdigest(),
-                "version": doc.version,
-                "embedded": fully_embedded(embeddings),
-                "updated_at": doc.updated_at or meta.time,
-                "last_indexed_at": now,
-                "deleted_at": None,
-            },
-        )
-        existing = claim.stored is not None  # a new document has no tags, citations or chunks to replace
-        await repository.replace_tags(session, doc.organization_id, doc.document_id, doc.tags, existing=existing)
-        await repository.replace_citations(session, doc.organization_id, doc.document_id, doc.cites, existing=existing)
-        await repository.replace_chunks(
-            session,
-            doc.document_id,
-            [
-                {
-                    "document_id": doc.document_id,
-                    "organization_id": doc.organization_id,
-                    "ordinal": chunk.ordinal,
-                    "heading": chunk.heading,
-                    "text": chunk.text,
-                    "content_hash": chunk.content_hash,
-                    "embedding": embeddings[chunk.ordinal] if embeddings is not None else None,
-                }
-                for chunk in chunks
-            ],
-            existing=existing,
-        )
-        if ctx.vectors is not None:
-            await mirror_document(session, ctx.vectors, doc.document_id)
-        report = DocumentIndexed(
-            document_id=doc.document_id,
-            organization_id=doc.organization_id,
-            version=doc.version,
-            chunks=len(chunks),
-            embedded=fully_embedded(embeddings),
-            failure_reason=failure_reason,
-        )
-        await stage_report(session, report, meta.tenant_id)
+    try:
+        return await _write(ctx, meta, doc, body, chunks, embeddings, upload, failure_reason)
+    except asyncpg.PostgresError as exc:
+        if exc.sqlstate != OTHER_EMBEDDING_SPACE or ctx.space is None:
+            raise
+    embedding_space.superseded(ctx.space)  # another copy moved the index to another model meanwhile
+    return await _write(ctx, meta, doc, body, chunks, None, upload, failure_reason)
+
+
+async def _write(
+    ctx: IndexingContext,
+    meta: EventMeta,
+    doc: DocumentUpserted,
+    body: str,
+    chunks: list[Chunk],
+    embeddings: Embeddings | None,
+    upload: UploadCreated | None,
+    failure_reason: str | None,
+) -> DocumentIndexed | None:
+    """One call of `cortex_index_document` (migration 0013); with a vector store of its own, in a transaction
+    that mirrors the passages there too. The report goes out once it has committed."""
+    embedded = fully_embedded(embeddings)
+    report = DocumentIndexed(
+        document_id=doc.document_id,
+        organization_id=doc.organization_id,
+        version=doc.version,
+        chunks=len(chunks),
+        embedded=embedded,
+        failure_reason=failure_reason,
+    )
+    write = repository.DocumentWrite(
+        consumer=ctx.consumer,
+        event_id=meta.event_id,
+        document={
+            "id": doc.document_id,
+            "organization_id": doc.organization_id,
+            "tenant_id": meta.tenant_id,
+            "scope": "work" if doc.work_id else "org",
+            "work_id": doc.work_id,
+            "title": doc.title,
+            "doc_class": doc.doc_class,
+            "status": FAILED if failure_reason else doc.status.value,
+            "failure_reason": failure_reason,
+            "upload_id": doc.upload_id,
+            "agent_id": doc.agent_id,
+            "agent_run_id": doc.agent_run_id,
+            "source": doc.source,
+            "tags": sorted(set(doc.tags)),
+            "body": body,
+            "content_hash": hashlib.sha256(body.encode()).hexdigest(),
+            "version": doc.version,
+            "embedded": embedded,
+            "updated_at": (doc.updated_at or meta.time).isoformat(),
+            "last_indexed_at": datetime.now(UTC).isoformat(),
+        },
+        passages=[
+            repository.Passage(
+                chunk.heading,
+                chunk.text,
+                chunk.content_hash,
+                embeddings[chunk.ordinal] if embeddings is not None else None,
+            )
+            for chunk in chunks
+        ],
+        cites=doc.cites,
+        upload=None if upload is None else _upload_row(upload),
+        space=_space_of(ctx.space) if embeddings is not None else None,
+        report=report_message(report, meta.tenant_id),
+    )
+    if ctx.vectors is None:  # pgvector: the passages' own rows are the store; the call is the whole transaction
+        async with autocommit_connection(ctx.sessions) as connection:
+            with _refusals(doc.organization_id):
+                written = await repository.write_document(connection, write)
+    else:
+        async with org_transaction(ctx.sessions, doc.organization_id) as session:
+            with _refusals(doc.organization_id):
+                written = await repository.write_document(await driver_connection(session), write)
+            if written:
+                await mirror_document(session, ctx.vectors, doc.document_id)
+    if not written:
+        return None
+    if ctx.relay is not None:
+        await ctx.relay.send(write.report)
     return report
+
+
+def _space_of(space: EmbeddingSpace | None) -> tuple[str, int] | None:
+    """The space the embeddings are written in; None (not checked) when the embedder has none (tests)."""
+    if space is None or space.dimension is None:
+        return None
+    return space.model, space.dimension
+
+
+def _upload_row(upload: UploadCreated) -> dict[str, Any]:
+    return {
+        "id": upload.upload_id,
+        "organization_id": upload.organization_id,
+        "work_id": upload.work_id,
+        "filename": upload.filename,
+        "media_type": upload.media_type,
+        "size_bytes": upload.size_bytes,
+        "object_bucket": upload.object.bucket if upload.object else None,
+        "object_name": upload.object.name if upload.object else None,
+    }
 
 
 async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDeleted) -> DocumentIndexed | None:
@@ -245,5 +306,8 @@ async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDe
             embedded=False,
             deleted=True,
         )
-        await stage_report(session, report, meta.tenant_id)
+        message = report_message(report, meta.tenant_id)
+        await stage(session, message)
+    if ctx.relay is not None:
+        await ctx.relay.send(message)
     return report

@@ -1,11 +1,9 @@
 """The `cortex.<org>.document.indexed` report, staged in the indexing transaction (see outbox)."""
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from cortex_contracts import subjects
 from cortex_contracts.documents import TYPE_DOCUMENT_INDEXED, DocumentIndexed
 from cortex_contracts.envelope import new_envelope
-from cortex_indexer.outbox import stage
+from cortex_indexer.outbox import OutboxMessage
 
 SOURCE = "cortex/indexer"
 
@@ -14,7 +12,7 @@ def report_id(report: DocumentIndexed) -> str:
     return f"indexed-{report.document_id}-{report.version}"
 
 
-async def stage_report(session: AsyncSession, report: DocumentIndexed, tenant_id: str | None) -> None:
+def report_message(report: DocumentIndexed, tenant_id: str | None) -> OutboxMessage:
     event = new_envelope(
         event_type=TYPE_DOCUMENT_INDEXED,
         source=SOURCE,
@@ -24,4 +22,4 @@ async def stage_report(session: AsyncSession, report: DocumentIndexed, tenant_id
         tenant_id=tenant_id,
         event_id=report_id(report),
     )
-    await stage(session, subjects.cortex_document_indexed(report.organization_id), event)
+    return OutboxMessage.of(subjects.cortex_document_indexed(report.organization_id), event)

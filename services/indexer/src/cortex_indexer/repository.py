@@ -1,16 +1,18 @@
 """The indexer's reads and writes. Takes a session, never commits: the caller's transaction does."""
 
+import json
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import delete, exists, select, text, update
 from sqlalchemy.dialects.postgresql import insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from cortex_contracts.uploads import UploadCreated
-from cortex_store.models import KbChunk, KbCitation, KbDocument, KbUpload, Organization, ProcessedEvent
+from cortex_indexer.outbox import OutboxMessage
+from cortex_store.models import KbChunk, KbDocument, Organization, ProcessedEvent
+from cortex_vector_stores.pgvector import vector_literal
 
 
 @dataclass(frozen=True)
@@ -28,11 +30,6 @@ async def claim_event(session: AsyncSession, consumer: str, event_id: str) -> bo
         .returning(ProcessedEvent.event_id)
     )
     return claimed.first() is not None
-
-
-async def was_processed(session: AsyncSession, consumer: str, event_id: str) -> bool:
-    query = select(exists().where(ProcessedEvent.consumer == consumer, ProcessedEvent.event_id == event_id))
-    return bool(await session.scalar(query))
 
 
 async def organization_exists(session: AsyncSession, organization_id: uuid.UUID) -> bool:
@@ -54,101 +51,72 @@ async def stored_version(session: AsyncSession, document_id: uuid.UUID, *, lock:
     return StoredVersion(row.organization_id, row.version) if row else None
 
 
-async def embeddings_by_hash(session: AsyncSession, document_id: uuid.UUID) -> dict[str, list[float]]:
-    """Embeddings of the document's current chunks, so unchanged passages are not embedded again."""
-    rows = await session.execute(
-        select(KbChunk.content_hash, KbChunk.embedding).where(
-            KbChunk.document_id == document_id, KbChunk.embedding.is_not(None)
+PRIOR = "SELECT cortex_document_prior($1, $2, $3, $4, $5, $6)"
+INDEX = "SELECT cortex_index_document($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"
+
+
+async def document_prior(
+    connection: Any,
+    consumer: str,
+    event_id: str,
+    organization_id: uuid.UUID,
+    document_id: uuid.UUID,
+    version: int,
+    *,
+    want_embeddings: bool,
+) -> dict[str, list[float]] | None:
+    """None when the event is stale (handled before, or not newer than the stored version); else the stored
+    passages' embeddings by content hash, when wanted (`cortex_document_prior`, migration 0013)."""
+    # SQLAlchemy's pooled connections decode jsonb (and expect it encoded) as JSON text.
+    prior = await connection.fetchval(PRIOR, consumer, event_id, organization_id, document_id, version, want_embeddings)
+    return cast(dict[str, list[float]] | None, prior)
+
+
+@dataclass(frozen=True)
+class Passage:
+    heading: str
+    text: str
+    content_hash: str
+    embedding: list[float] | None  # None: stored lexical-only, backfilled later
+
+
+@dataclass(frozen=True)
+class DocumentWrite:
+    """What `cortex_index_document` (migration 0013) writes, in one transaction."""
+
+    consumer: str
+    event_id: str
+    document: dict[str, Any]  # kb_documents' columns, as JSON
+    passages: list[Passage]  # in ordinal order
+    cites: list[uuid.UUID]
+    upload: dict[str, Any] | None  # kb_uploads' columns, as JSON
+    space: tuple[str, int] | None  # (model, dimension) the embeddings are in; None: none are written
+    report: OutboxMessage
+
+
+async def write_document(connection: Any, write: DocumentWrite) -> bool:
+    """True when written; False for a duplicate event or a version not newer than the stored one."""
+    passages = write.passages
+    model, dimension = write.space if write.space is not None else (None, None)
+    return bool(
+        await connection.fetchval(
+            INDEX,
+            write.consumer,
+            write.event_id,
+            json.dumps(write.document, default=str),
+            None if write.upload is None else json.dumps(write.upload, default=str),
+            write.cites,
+            [p.heading for p in passages],
+            [p.text for p in passages],
+            [p.content_hash for p in passages],
+            [None if p.embedding is None else vector_literal(p.embedding) for p in passages],
+            model,
+            dimension,
+            write.report.subject,
+            write.report.message_id,
+            write.report.payload,
         )
     )
-    return {row.content_hash: list(row.embedding) for row in rows}
-
-
-async def upsert_document(session: AsyncSession, values: dict[str, Any]) -> None:
-    statement = insert(KbDocument).values(**values)
-    changed = {key: statement.excluded[key] for key in values if key not in ("id", "organization_id")}
-    await session.execute(statement.on_conflict_do_update(index_elements=[KbDocument.id], set_=changed))
-
-
-DELETE_TAGS = text("DELETE FROM kb_document_tags WHERE document_id = :document_id")
-INSERT_TAGS = text("""
-INSERT INTO kb_document_tags (organization_id, tag, document_id)
-SELECT CAST(:organization_id AS uuid), tag, CAST(:document_id AS uuid) FROM unnest(CAST(:tags AS text[])) AS tag
-GROUP BY tag
-""")
-
-
-async def replace_tags(
-    session: AsyncSession, organization_id: uuid.UUID, document_id: uuid.UUID, tags: list[str], *, existing: bool
-) -> None:
-    """The document's tags as rows: the feed's tag filter reads these (an index row-level security allows).
-    A document that was not `existing` has none to delete."""
-    if existing:
-        await session.execute(DELETE_TAGS, {"document_id": document_id})
-    if tags:
-        params = {"organization_id": organization_id, "document_id": document_id, "tags": tags}
-        await session.execute(INSERT_TAGS, params)
-
-
-# Token counts and postings come from PostgreSQL's own text analysis of the stored chunks, so the
-# lexical leg's BM25 sees exactly the lexemes its queries are analysed into. Every passage carries its
-# heading path (weight A in `tsv`); in BM25 a heading counts once, in the first passage under it, as it
-# appears once in the document — otherwise a long document's title words would count once per passage.
-HEADING_COUNTS = """(c.ordinal = 0 OR c.heading IS DISTINCT FROM (
-    SELECT prev.heading FROM kb_chunks prev WHERE prev.document_id = c.document_id AND prev.ordinal = c.ordinal - 1))"""
-# A passage's token count is computed as it is inserted, from the very expression of its generated `tsv`
-# column (migration 0001), so the row is written once. Counted by a later UPDATE, the new row version
-# rarely fit its page: every index took a second entry, the HNSW graph a second insertion.
-CHUNK_TSV = (
-    "setweight(to_tsvector('english', CAST(:heading AS text)), 'A') || to_tsvector('english', CAST(:text AS text))"
-)
-INSERT_CHUNK = text(f"""
-INSERT INTO kb_chunks (document_id, organization_id, ordinal, heading, text, content_hash, embedding, token_count)
-VALUES (:document_id, :organization_id, :ordinal, :heading, :text, :content_hash, CAST(:embedding AS vector), (
-    SELECT count(*) FROM unnest({CHUNK_TSV}) u, unnest(u.weights) w WHERE w <> 'A' OR CAST(:heading_counts AS boolean)))
-""")
-# The document's token count (the sum of its passages') and its postings, in one statement.
-COUNT_TOKENS_AND_POST = text(f"""
-WITH d AS (
-    UPDATE kb_documents d
-    SET token_count = coalesce((SELECT sum(c.token_count) FROM kb_chunks c WHERE c.document_id = d.id), 0)
-    WHERE d.id = :document_id
-    RETURNING d.id, d.token_count
-)
-INSERT INTO kb_postings (organization_id, lexeme, chunk_id, document_id, tf, document_tokens)
-SELECT c.organization_id, u.lexeme, c.id, c.document_id, t.tf, d.token_count
-FROM kb_chunks c JOIN d ON d.id = c.document_id, unnest(c.tsv) u,
-     LATERAL (SELECT count(*)::int AS tf FROM unnest(u.weights) w WHERE w <> 'A' OR {HEADING_COUNTS}) t
-WHERE c.document_id = :document_id AND t.tf > 0
-""")
-
-
-def _vector_literal(vector: list[float] | None) -> str | None:
-    return None if vector is None else "[" + ",".join(str(float(x)) for x in vector) + "]"
-
-
-def _chunk_parameters(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows in ordinal order; in BM25 a heading counts in the first passage under it only."""
-    return [
-        row
-        | {
-            "embedding": _vector_literal(row["embedding"]),
-            "heading_counts": index == 0 or row["heading"] != rows[index - 1]["heading"],
-        }
-        for index, row in enumerate(rows)
-    ]
-
-
-async def replace_chunks(
-    session: AsyncSession, document_id: uuid.UUID, rows: list[dict[str, Any]], *, existing: bool
-) -> None:
-    """Replace the document's chunks (their postings go with them, by cascade) and post the new ones.
-    `rows` are in ordinal order. A document that was not `existing` has none to delete."""
-    if existing:
-        await session.execute(delete(KbChunk).where(KbChunk.document_id == document_id))
-    if rows:
-        await session.execute(INSERT_CHUNK, _chunk_parameters(rows))
-        await session.execute(COUNT_TOKENS_AND_POST, {"document_id": document_id})
 
 
 async def tombstone_document(
@@ -192,39 +160,3 @@ async def tombstone_document(
         .returning(KbDocument.id)
     )
     return inserted.first() is not None
-
-
-async def replace_citations(
-    session: AsyncSession,
-    organization_id: uuid.UUID,
-    document_id: uuid.UUID,
-    cited: list[uuid.UUID],
-    *,
-    existing: bool,
-) -> None:
-    if existing:  # (a new document cites nothing yet)
-        await session.execute(delete(KbCitation).where(KbCitation.citing_id == document_id))
-    rows = [
-        {"organization_id": organization_id, "citing_id": document_id, "cited_id": target}
-        for target in dict.fromkeys(cited)
-        if target != document_id
-    ]
-    if rows:
-        await session.execute(insert(KbCitation), rows)
-
-
-async def upsert_upload(session: AsyncSession, upload: UploadCreated) -> None:
-    """Record the upload, or a newer file uploaded under the same id (the caller checked the version)."""
-    values = {
-        "id": upload.upload_id,
-        "organization_id": upload.organization_id,
-        "work_id": upload.work_id,
-        "filename": upload.filename,
-        "media_type": upload.media_type,
-        "size_bytes": upload.size_bytes,
-        "object_bucket": upload.object.bucket if upload.object else None,
-        "object_name": upload.object.name if upload.object else None,
-    }
-    statement = insert(KbUpload).values(**values)
-    changed = {key: statement.excluded[key] for key in values if key not in ("id", "organization_id")}
-    await session.execute(statement.on_conflict_do_update(index_elements=[KbUpload.id], set_=changed))

@@ -5,6 +5,7 @@ import functools
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+import asyncpg
 from sqlalchemy.exc import DBAPIError
 
 from cortex_messaging.delivery import Delivery, PoisonMessage
@@ -14,6 +15,11 @@ INSUFFICIENT_PRIVILEGE = "42501"
 Outcome = TypeVar("Outcome")
 
 
+def _sqlstate(exc: Exception) -> str | None:
+    """Through SQLAlchemy, or from asyncpg itself (the statements run on its connections directly)."""
+    return getattr(exc.orig if isinstance(exc, DBAPIError) else exc, "sqlstate", None)
+
+
 def refuse_cross_tenant_writes(
     handler: Callable[[Delivery], Awaitable[Outcome]],
 ) -> Callable[[Delivery], Awaitable[Outcome]]:
@@ -21,8 +27,8 @@ def refuse_cross_tenant_writes(
     async def guarded(delivery: Delivery) -> Outcome:
         try:
             return await handler(delivery)
-        except DBAPIError as exc:
-            if getattr(exc.orig, "sqlstate", None) == INSUFFICIENT_PRIVILEGE:
+        except (DBAPIError, asyncpg.PostgresError) as exc:
+            if _sqlstate(exc) == INSUFFICIENT_PRIVILEGE:
                 raise PoisonMessage("the event names a row that belongs to another organization") from exc
             raise
 
