@@ -151,6 +151,18 @@ FROM pg_stat_user_tables WHERE relname = ANY($1::text[]) ORDER BY relname
 """
 
 
+SESSIONS = "SELECT sessions FROM pg_stat_database WHERE datname = current_database()"
+
+
+async def sessions_opened(dep: Deployment) -> int:
+    """Connections the database has accepted so far (each is a new server process: costly to churn)."""
+    connection = await asyncpg.connect(asyncpg_dsn(dep.database_url))
+    try:
+        return int(await connection.fetchval(SESSIONS))
+    finally:
+        await connection.close()
+
+
 async def table_activity(dep: Deployment) -> dict[str, dict[str, int]]:
     """Row writes the pipeline caused, per table (PostgreSQL's statistics, flushed within a second)."""
     await asyncio.sleep(1.5)
@@ -202,12 +214,14 @@ async def measure_pipeline(dep: Deployment, workload: Workload, timeout: float, 
         log = IndexedLog(expected={str(doc.id) for doc in documents})
         subscription = await nc.subscribe(subjects.cortex_document_indexed(member.org_id), cb=log.on_message)
         await nc.flush()
+        sessions_before = await sessions_opened(dep)
         cpu_before = meter.snapshot()
         started = time.perf_counter()
         await publish(js)
         published = time.perf_counter()
         await wait_with_progress(log, timeout)
         cpu = usage(cpu_before, meter.snapshot())
+        connections = await sessions_opened(dep) - sessions_before - 1  # not the counting connection's own
         finished = max(log.arrivals.values())
         first = min(log.arrivals.values())
         await subscription.unsubscribe()
@@ -229,6 +243,7 @@ async def measure_pipeline(dep: Deployment, workload: Workload, timeout: float, 
         "confirmation": confirmation,
         "cpu": cpu,
         "table_activity": activity,
+        "connections_opened": connections,
     }
 
 
@@ -269,6 +284,7 @@ def _print_report(result: dict[str, Any]) -> None:
             f"NOTE: the indexer reported {pipeline['chunks_indexed']} chunks, the bare run embedded {corpus['chunks']}"
         )
     activity = pipeline["table_activity"]
+    print(f"database connections opened during the pipeline: {pipeline['connections_opened']}")
     print("row writes during the pipeline (pg_stat_user_tables):")
     print(
         table(

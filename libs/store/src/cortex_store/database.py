@@ -18,15 +18,18 @@ def make_engine(
     database_url: str,
     *,
     pool_size: int = 5,
+    max_overflow: int | None = None,
     server_settings: dict[str, str] | None = None,
     pre_ping: bool = True,
 ) -> AsyncEngine:
     """`pre_ping=False` saves three round trips per checkout (asyncpg pings with BEGIN, `;`, ROLLBACK);
-    the caller must then try again when a statement fails on a connection the server closed."""
+    the caller must then try again when a statement fails on a connection the server closed.
+    `max_overflow` (default: `pool_size`) connections beyond the pool are opened under load and closed
+    when returned: each is a new server process, so a service that is busy for long wants none."""
     return create_async_engine(
         async_url(database_url),
         pool_size=pool_size,
-        max_overflow=pool_size,
+        max_overflow=pool_size if max_overflow is None else max_overflow,
         pool_pre_ping=pre_ping,
         connect_args={"server_settings": server_settings} if server_settings else {},
     )

@@ -44,8 +44,12 @@ class Indexer:
         settings = self.settings
         # Handlers hold a connection only around their short transactions, not while they wait for the embedder.
         # No ping on checkout (three round trips): a statement failing on a connection the server closed
-        # fails its event, which the consumer retries.
-        engine = make_engine(settings.database_url, pool_size=min(settings.concurrency, 16), pre_ping=False)
+        # fails its event, which the consumer retries. No overflow: under a steady stream of events,
+        # connections opened beyond the pool were closed and opened again (115 new server processes while
+        # bench/ingest indexed 300 documents); handlers wait for a pooled one instead.
+        engine = make_engine(
+            settings.database_url, pool_size=min(settings.concurrency, 16), max_overflow=0, pre_ping=False
+        )
         nc = await connect(settings.nats_url, name="cortex-indexer")
         try:
             js = nc.jetstream()
