@@ -209,3 +209,23 @@ async def test_a_model_failure_reaches_every_waiter_and_the_next_call_still_work
 async def test_no_texts_need_no_model_call(batcher: BatchingEmbedder, model: FakeModel) -> None:
     assert await batcher.embed([]) == []
     assert model.calls == []
+
+
+async def test_with_two_streams_a_second_call_runs_while_the_first_is_busy() -> None:
+    model = FakeModel()
+    batcher = BatchingEmbedder(model, streams=2)
+    try:
+        requests = [["1"], ["2", "3"], ["4"]]
+        tasks = await queue_behind_busy_model(batcher, model, requests)
+        # The first call is still held open: only a second stream can have embedded the others.
+        done, _ = await asyncio.wait(tasks[1:], timeout=5)
+        assert len(done) == 2
+        assert not tasks[0].done()
+        model.release.set()
+        results = await asyncio.wait_for(asyncio.gather(*tasks), timeout=5)
+    finally:
+        model.release.set()
+        await batcher.close()
+
+    assert model.calls == [["1"], ["2", "3", "4"]]
+    assert results == [vectors(*texts) for texts in requests]

@@ -15,6 +15,11 @@ calls of 256 texts ~1.3×, 744 ~1.1×. Hence:
 - Sorted calls: the texts of a call go to the model longest first, so slices hold texts of similar
   length whatever the embedder; the vectors are put back in each caller's order.
 
+- Streams: with `streams` > 1, that many calls run at once, each taking what is queued when it starts.
+  For the local model on 2 cores, two single-threaded calls at a time beat one call on two threads
+  (bench/ingest): an operator split across threads ends at a barrier, and on a machine that the
+  indexer shares with PostgreSQL and its own event loop, one preempted thread stalls the other.
+
 A model failure fails every request of that call (each handler decides what it means); the next call
 starts afresh.
 """
@@ -82,7 +87,8 @@ class BatchingEmbedder:
     A call stops gathering once it holds `max_batch` texts (the last request taken may carry it past;
     a request is never split). `linger_seconds` bounds how long the model waits idle to fill a call.
     `length` orders the texts of a call. `pad_group` only serves the padding estimate in `stats`: the
-    slice size the model pads (8 for the local model on ONNX Runtime).
+    slice size the model pads (8 for the local model on ONNX Runtime). `streams` model calls run at once,
+    each in its own thread: for a model whose calls each use one core (see the module docstring).
     """
 
     def __init__(
@@ -91,6 +97,7 @@ class BatchingEmbedder:
         max_batch: int = DEFAULT_MAX_BATCH,
         linger_seconds: float = DEFAULT_LINGER_SECONDS,
         *,
+        streams: int = 1,
         length: Callable[[str], int] = approximate_tokens,
         pad_group: int = 8,
     ) -> None:
@@ -100,8 +107,9 @@ class BatchingEmbedder:
         self._linger = linger_seconds
         self._length = length
         self._pad_group = pad_group
+        self._streams = streams
         self._queue: asyncio.Queue[_Request] = asyncio.Queue()
-        self._worker: asyncio.Task[None] | None = None
+        self._workers: list[asyncio.Task[None]] = []
 
     @property
     def name(self) -> str:
@@ -110,17 +118,18 @@ class BatchingEmbedder:
     async def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
             return []
-        if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self._run())
+        if len(self._workers) < self._streams or any(worker.done() for worker in self._workers):
+            self._workers = [worker for worker in self._workers if not worker.done()]
+            self._workers += [asyncio.create_task(self._run()) for _ in range(self._streams - len(self._workers))]
         request = _Request(texts)
         await self._queue.put(request)
         return await request.done
 
     async def close(self) -> None:
-        if self._worker is not None:
-            self._worker.cancel()
+        for worker in self._workers:
+            worker.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
+                await worker
         log.info("embedding batches: %s", self.stats.summary())
 
     async def _run(self) -> None:

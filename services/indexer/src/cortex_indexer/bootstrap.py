@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+import os
 from dataclasses import dataclass, field
 
 from cortex_contracts.subjects import CATALOG_ALL, KB_ALL, MEMORY_REMEMBERED_ALL, STREAM_KB, STREAM_MEMORY
@@ -129,13 +130,15 @@ def build_embedder(settings: IndexerSettings, pin: str | None = None) -> Batchin
     if choice == "openai":
         endpoint = openai_compatible.create()
         log.info("embedding with %s at %s", endpoint.model, endpoint.url)
-        return BatchingEmbedder(endpoint)
-    model = load_local_embedder(threads=settings.embedding_threads)
+        return BatchingEmbedder(endpoint, streams=settings.embedding_streams or 1)
+    streams = settings.embedding_streams or os.cpu_count() or 1
+    threads = settings.embedding_threads or (1 if streams > 1 else None)
+    model = load_local_embedder(threads=threads)
     if model is None:
         log.warning("no local embedding model installed (extra `local-embeddings`): indexing lexical-only")
         return None
-    log.info("embedding with %s (dimension %d)", model.name, model.dimension)
-    return BatchingEmbedder(model)
+    log.info("embedding with %s (dimension %d), %d call(s) at once", model.name, model.dimension, streams)
+    return BatchingEmbedder(model, streams=streams)
 
 
 def build(settings: IndexerSettings | None = None) -> Indexer:
