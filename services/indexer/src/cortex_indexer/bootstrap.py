@@ -130,7 +130,7 @@ def build_embedder(settings: IndexerSettings, pin: str | None = None) -> Batchin
     if choice == "openai":
         endpoint = openai_compatible.create()
         log.info("embedding with %s at %s", endpoint.model, endpoint.url)
-        return BatchingEmbedder(endpoint, streams=settings.embedding_streams or 1)
+        return BatchingEmbedder(endpoint, settings.embedding_max_batch, streams=settings.embedding_streams or 1)
     streams = settings.embedding_streams or os.cpu_count() or 1
     threads = settings.embedding_threads or (1 if streams > 1 else None)
     model = load_local_embedder(threads=threads)
@@ -138,7 +138,7 @@ def build_embedder(settings: IndexerSettings, pin: str | None = None) -> Batchin
         log.warning("no local embedding model installed (extra `local-embeddings`): indexing lexical-only")
         return None
     log.info("embedding with %s (dimension %d), %d call(s) at once", model.name, model.dimension, streams)
-    return BatchingEmbedder(model, streams=streams)
+    return BatchingEmbedder(model, settings.embedding_max_batch, streams=streams)
 
 
 def build(settings: IndexerSettings | None = None) -> Indexer:
