@@ -14,6 +14,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_contracts.documents import DocumentUpserted
+from cortex_embedding.errors import EmbeddingError
 from cortex_indexer.embedding_space import EmbeddingSpace
 from cortex_indexer.indexing import EventMeta, IndexingContext, index_document
 from cortex_store.database import make_engine, make_sessionmaker
@@ -131,3 +132,19 @@ async def test_a_write_after_the_index_moved_to_another_model_is_lexical_only(
         d=document_id,
     )
     assert embedded[0].n == 0
+
+
+async def test_a_write_whose_embedder_failed_is_lexical_only_and_keeps_the_space(
+    org: Org, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    (active,) = await _rows(sessions, org, "SELECT model, dimension FROM embedding_space WHERE active")
+    space = EmbeddingSpace(model=active.model, dimension=active.dimension, adopted=True)
+
+    async def failing_embed(texts: list[str]) -> list[list[float]]:
+        raise EmbeddingError("the embedder is down")
+
+    ctx = IndexingContext(sessions=sessions, embed=failing_embed, consumer=f"test-{uuid.uuid4()}", space=space)
+    report = await _index(ctx, org, uuid.uuid4(), 1, title="Handbook", body=BODY)
+
+    assert report is not None and report.chunks == 3 and not report.embedded
+    assert space.writable  # a failed embedder says nothing about the index's space

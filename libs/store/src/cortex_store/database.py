@@ -1,5 +1,6 @@
 """Engine and session factory. Built by each service's bootstrap, never at import time."""
 
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -47,13 +48,19 @@ async def driver_connection(session: AsyncSession) -> Any:
     return raw.driver_connection
 
 
+@functools.lru_cache(maxsize=16)
+def _autocommit_engine(engine: AsyncEngine) -> AsyncEngine:
+    """The engine's pool, with its connections in autocommit while checked out (made once: per call it cost
+    more than the statement's own Python)."""
+    return engine.execution_options(isolation_level="AUTOCOMMIT")
+
+
 @asynccontextmanager
 async def autocommit_connection(sessions: async_sessionmaker[AsyncSession]) -> AsyncIterator[Any]:
     """An asyncpg connection from the sessions' pool on which every statement is its own transaction:
     one round trip for a statement that does a whole transaction's work (a database function), with
     no BEGIN and COMMIT around it. A connection the server has closed is discarded, not pooled again."""
-    engine: AsyncEngine = sessions.kw["bind"]
-    async with engine.execution_options(isolation_level="AUTOCOMMIT").connect() as connection:
+    async with _autocommit_engine(sessions.kw["bind"]).connect() as connection:
         raw = await connection.get_raw_connection()
         driver = raw.driver_connection
         try:

@@ -239,7 +239,7 @@ async def _write(
         ],
         cites=doc.cites,
         upload=None if upload is None else _upload_row(upload),
-        space=_space_of(ctx.space) if embeddings is not None else None,
+        model=ctx.space.model if embeddings is not None and ctx.space is not None else None,
         report=report_message(report, meta.tenant_id),
     )
     if ctx.vectors is None:  # pgvector: the passages' own rows are the store; the call is the whole transaction
@@ -257,13 +257,6 @@ async def _write(
     if ctx.relay is not None:
         await ctx.relay.send(write.report)
     return report
-
-
-def _space_of(space: EmbeddingSpace | None) -> tuple[str, int] | None:
-    """The space the embeddings are written in; None (not checked) when the embedder has none (tests)."""
-    if space is None or space.dimension is None:
-        return None
-    return space.model, space.dimension
 
 
 def _upload_row(upload: UploadCreated) -> dict[str, Any]:

@@ -12,7 +12,6 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from cortex_indexer.outbox import OutboxMessage
 from cortex_store.models import KbChunk, KbDocument, Organization, ProcessedEvent
-from cortex_vector_stores.pgvector import vector_literal
 
 
 @dataclass(frozen=True)
@@ -90,14 +89,19 @@ class DocumentWrite:
     passages: list[Passage]  # in ordinal order
     cites: list[uuid.UUID]
     upload: dict[str, Any] | None  # kb_uploads' columns, as JSON
-    space: tuple[str, int] | None  # (model, dimension) the embeddings are in; None: none are written
+    model: str | None  # the embeddings' model, which (with their dimension) must be the index's; None: not checked
     report: OutboxMessage
 
 
 async def write_document(connection: Any, write: DocumentWrite) -> bool:
     """True when written; False for a duplicate event or a version not newer than the stored one."""
     passages = write.passages
-    model, dimension = write.space if write.space is not None else (None, None)
+    dimension = next((len(p.embedding) for p in passages if p.embedding is not None), None)
+    vectors: list[float | None] | None = None
+    if dimension is not None:
+        vectors = []
+        for passage in passages:
+            vectors.extend(passage.embedding if passage.embedding is not None else [None] * dimension)
     return bool(
         await connection.fetchval(
             INDEX,
@@ -109,9 +113,9 @@ async def write_document(connection: Any, write: DocumentWrite) -> bool:
             [p.heading for p in passages],
             [p.text for p in passages],
             [p.content_hash for p in passages],
-            [None if p.embedding is None else vector_literal(p.embedding) for p in passages],
-            model,
+            vectors,
             dimension,
+            write.model if vectors is not None else None,  # no vectors (the embedder failed): nothing to check
             write.report.subject,
             write.report.message_id,
             write.report.payload,

@@ -20,6 +20,10 @@ own SQLSTATE, which the indexer maps: `CXORG` unknown organization (retried: cat
 events), `CXOWN` the id is another organization's document (dead-lettered), `CXSPC` the index moved to
 another embedding space (written again lexical-only).
 
+The passages' embeddings travel as one flat `real[]`, `p_dimension` values each (NULLs for a passage
+stored lexical-only): binary floats, where text literals cost the indexer a float-to-text conversion
+of every value and PostgreSQL the parse back.
+
 A passage's heading counts in BM25 in the first passage under it only (as in migration 0003): the
 arrays are in ordinal order, so that is "the first element, or a heading unlike the one before".
 
@@ -75,8 +79,7 @@ END $$
 INDEX_FUNCTION = f"""
 CREATE FUNCTION cortex_index_document(
     p_consumer text, p_event_id text, p_document jsonb, p_upload jsonb, p_cites uuid[],
-    p_headings text[], p_texts text[], p_hashes text[], p_embeddings text[],
-    p_space_model text, p_space_dimension integer,
+    p_headings text[], p_texts text[], p_hashes text[], p_vectors real[], p_dimension integer, p_space_model text,
     p_report_subject text, p_report_id text, p_report bytea
 ) RETURNS boolean
 LANGUAGE plpgsql SET cortex.organization_id = '' AS $$
@@ -88,7 +91,7 @@ BEGIN
     IF p_space_model IS NOT NULL THEN  -- embeddings to write: only in the active space
         PERFORM pg_advisory_xact_lock_shared({SWITCH_LOCK_KEY});
         IF NOT EXISTS (
-            SELECT 1 FROM embedding_space WHERE active AND model = p_space_model AND dimension = p_space_dimension
+            SELECT 1 FROM embedding_space WHERE active AND model = p_space_model AND dimension = p_dimension
         ) THEN
             RAISE EXCEPTION 'the index is in another embedding space' USING ERRCODE = 'CXSPC';
         END IF;
@@ -157,7 +160,9 @@ BEGIN
         INSERT INTO kb_chunks (document_id, organization_id, ordinal, heading, text, content_hash, embedding,
                                token_count)
         SELECT doc.id, doc.organization_id, i - 1, p_headings[i], p_texts[i], p_hashes[i],
-               CAST(p_embeddings[i] AS vector), counts[i]
+               CASE WHEN p_vectors[(i - 1) * p_dimension + 1] IS NOT NULL
+                    THEN CAST(p_vectors[(i - 1) * p_dimension + 1 : i * p_dimension] AS vector) END,
+               counts[i]
         FROM generate_subscripts(p_texts, 1) i
         RETURNING id, ordinal, tsv
     )
@@ -176,7 +181,7 @@ END $$
 
 PRIOR_SIGNATURE = "cortex_document_prior(text, text, uuid, uuid, bigint, boolean)"
 INDEX_SIGNATURE = (
-    "cortex_index_document(text, text, jsonb, jsonb, uuid[], text[], text[], text[], text[], text, integer, text, "
+    "cortex_index_document(text, text, jsonb, jsonb, uuid[], text[], text[], text[], real[], integer, text, text, "
     "text, bytea)"
 )
 
