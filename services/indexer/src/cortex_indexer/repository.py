@@ -1,4 +1,6 @@
-"""The indexer's reads and writes. Takes a session, never commits: the caller's transaction does."""
+"""The indexer's reads and writes: statements in the caller's session (which commits, never these), and
+the calls of the indexing functions (migration 0013) on an asyncpg connection, each a whole transaction
+when that connection is in autocommit."""
 
 import json
 import uuid
