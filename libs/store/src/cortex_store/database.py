@@ -5,6 +5,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import asyncpg
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -55,16 +56,27 @@ def _autocommit_engine(engine: AsyncEngine) -> AsyncEngine:
     return engine.execution_options(isolation_level="AUTOCOMMIT")
 
 
+def _statement_error(exc: BaseException) -> bool:
+    """An error the server reported for a statement, on a connection still fit for the next one."""
+    connection_lost = (asyncpg.PostgresConnectionError, asyncpg.exceptions.OperatorInterventionError)
+    return isinstance(exc, asyncpg.PostgresError) and not isinstance(exc, connection_lost)
+
+
 @asynccontextmanager
 async def autocommit_connection(sessions: async_sessionmaker[AsyncSession]) -> AsyncIterator[Any]:
     """An asyncpg connection from the sessions' pool on which every statement is its own transaction:
     one round trip for a statement that does a whole transaction's work (a database function), with
-    no BEGIN and COMMIT around it. A connection the server has closed is discarded, not pooled again."""
+    no BEGIN and COMMIT around it.
+
+    SQLAlchemy does not see what fails on it, so this discards the connection itself after anything but a
+    statement's own error: a connection the server closed (asyncpg may notice only as the next statement
+    starts, and then reports a protocol error), or a statement cancelled midway, is not pooled again."""
     async with _autocommit_engine(sessions.kw["bind"]).connect() as connection:
         raw = await connection.get_raw_connection()
         driver = raw.driver_connection
         try:
             yield driver
-        finally:
-            if driver is not None and driver.is_closed():
+        except BaseException as exc:
+            if not _statement_error(exc):
                 await connection.invalidate()
+            raise
