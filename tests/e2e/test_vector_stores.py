@@ -132,7 +132,7 @@ class Corpus:
         version: int = 1,
         work_id: uuid.UUID | None = None,
     ) -> list[int]:
-        """The document's rows, replaced like `repository.replace_chunks`, then the store's upsert."""
+        """The document's rows, replaced as `cortex_index_document` replaces them, then the store's upsert."""
         chunk_ids = await write_rows(self.owner, org, document_id, version, work_id, vectors, with_embeddings=False)
         chunks = [VectorChunk(cid, i, vectors[i].tolist()) for i, cid in enumerate(chunk_ids)]
         assert await self.store.upsert(org, work_id, document_id, version, chunks)
