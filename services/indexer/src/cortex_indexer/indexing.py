@@ -104,16 +104,12 @@ async def _claim_newer(
     return Claim(newer=stored is None or stored.version < version, stored=stored)
 
 
-async def is_stale(ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUID, version: int) -> bool:
-    """Cheap read before the expensive part: a duplicate or an older version needs no embedding."""
-    return await _prior_embeddings(ctx, meta, document_id, version, want_embeddings=False) is None
-
-
-async def _prior_embeddings(
+async def prior_embeddings(
     ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUID, version: int, *, want_embeddings: bool = True
 ) -> dict[str, list[float]] | None:
-    """None when the event is stale (a duplicate, or not newer than what is stored); else the stored
-    document's embeddings by passage hash, for the passages an edit left unchanged. One statement."""
+    """None when the event is stale (a duplicate, or not newer than what is stored): a cheap read before
+    the expensive part. Else the stored document's embeddings by passage hash, for the passages an edit
+    left unchanged. One statement."""
     async with autocommit_connection(ctx.sessions) as connection:
         with _refusals(meta.organization_id):
             return await repository.document_prior(
@@ -160,15 +156,18 @@ async def index_document(
     *,
     upload: UploadCreated | None = None,
     failure_reason: str | None = None,
+    known: dict[str, list[float]] | None = None,
 ) -> DocumentIndexed | None:
     """Store the document and its passages unless a newer version is already stored.
 
     `upload` is the file the document was extracted from, recorded in the same transaction; with a
     `failure_reason` the document is stored as failed, with no passages (nothing of it is searchable).
+    `known`: what `prior_embeddings` returned for this event, when the caller has read it already.
     """
     if doc.organization_id != meta.organization_id:
         raise PoisonMessage("payload organizationId differs from the event's orgid")
-    known = await _prior_embeddings(ctx, meta, doc.document_id, doc.version, want_embeddings=not failure_reason)
+    if known is None:
+        known = await prior_embeddings(ctx, meta, doc.document_id, doc.version, want_embeddings=not failure_reason)
     if known is None:
         return None
     chunks = [] if failure_reason else chunk_document(doc.title, body)

@@ -17,7 +17,7 @@ from cortex_contracts.uploads import UploadCreated
 from cortex_extractors import ExtractionError, detect_media_type, extract, supported_media_types
 from cortex_extractors.limits import MAX_INPUT_BYTES
 from cortex_extractors.media_types import normalize
-from cortex_indexer.indexing import EventMeta, IndexingContext, index_document, is_stale
+from cortex_indexer.indexing import EventMeta, IndexingContext, index_document, prior_embeddings
 from cortex_indexer.object_bodies import UnreadableObject, read_bytes
 from cortex_messaging.delivery import PoisonMessage
 
@@ -77,7 +77,8 @@ async def index_upload(
         raise PoisonMessage("payload organizationId differs from the event's orgid")
     document_id = document_id_for(upload.upload_id)
     version = upload.version if upload.version is not None else int(meta.time.timestamp() * 1_000_000)
-    if await is_stale(ctx, meta, document_id, version):
+    known = await prior_embeddings(ctx, meta, document_id, version)  # before the file is fetched and read
+    if known is None:
         return UploadIndexed(None, None)
     text = await _text(js, upload)
     doc = DocumentUpserted(
@@ -92,5 +93,7 @@ async def index_upload(
         updated_at=meta.time,
         upload_id=upload.upload_id,
     )
-    indexed = await index_document(ctx, meta, doc, text.body, upload=upload, failure_reason=text.failure_reason)
+    indexed = await index_document(
+        ctx, meta, doc, text.body, upload=upload, failure_reason=text.failure_reason, known=known
+    )
     return UploadIndexed(indexed, text.failure_reason if indexed is not None else None)
