@@ -21,7 +21,7 @@ ways: one call on every core, as the model loads by default, and one single-thre
 once (as the indexer runs it with CORTEX_INDEXER_EMBEDDING_STREAMS). The figure of merit is pipeline
 docs/s ÷ the mean of the faster way's docs/s, before and after (goal ≥ 0.85). The indexer logs how it batched
 the embedding work when it stops (`embedding batches: …`); the report shows that next to the bare
-run's padding, estimated the same way (word counts, sorted slices of 64).
+run's padding, estimated the same way (word counts, sliced as the local model slices: slicing.py).
 """
 
 import argparse
@@ -50,8 +50,9 @@ from bench.publishing import Document, IndexedLog, upsert_event, wait_with_progr
 from bench.report import environment, table, write_json
 from cortex_cli.ingest import IngestOptions, ingest_file
 from cortex_contracts import subjects
-from cortex_embedding.batcher import approximate_tokens, padded_tokens
+from cortex_embedding.batcher import approximate_tokens
 from cortex_embedding.local_model import LocalModel, load_local_embedder
+from cortex_embedding.slicing import padded_tokens
 from cortex_indexer.chunking import chunk_document
 from cortex_messaging.connection import connect
 from cortex_messaging.publisher import publish_event
@@ -63,7 +64,6 @@ Workload = Callable[[Member], tuple[list[Document], Publish]]
 GOAL_RATIO = 0.85
 PAGE_SIZE = 100
 WARMUP_TEXTS = 64
-BARE_BATCH = 8  # the local model's slice (onnx_model.py): what the bare run pads
 BATCH_LOG = re.compile(r"embedding batches: (?P<fields>.*)$", re.MULTILINE)
 
 
@@ -116,9 +116,9 @@ def mixed_files(files: list[documents_mix.MixedFile], expected: list[documents_m
 
 
 def bare_padding(texts: list[str]) -> dict[str, Any]:
-    """The bare run's padding, estimated as the batcher estimates the pipeline's (one call, slices of 64)."""
+    """The bare run's padding, estimated as the batcher estimates the pipeline's (one sorted call)."""
     lengths = [approximate_tokens(text) for text in texts]
-    padded = padded_tokens(lengths, BARE_BATCH)
+    padded = padded_tokens(lengths)
     return {
         "texts_per_call": len(texts),
         "tokens": sum(lengths),
@@ -428,7 +428,7 @@ def run(
         "benchmark": name,
         "environment": environment(),
         "corpus": corpus,
-        "embedder": {"model": models[0].model.name, "batch_size": BARE_BATCH},
+        "embedder": {"model": models[0].model.name},
         "bare_before": bare_before,
         "bare_after": bare_after,
         "bare_docs_per_s": bare_docs,

@@ -1,10 +1,10 @@
 """Coalesce concurrent embed requests into large, length-sorted model calls, run in a worker thread.
 
 Handlers embed one document at a time. A transformer pads every text of a batch to the longest one;
-the local model sorts each call by length and pads slices of 8 texts (ONNX Runtime; 64 on torch), so
-small calls are doubly expensive: under-filled slices, padded to their longest text. On bench/ingest's
-corpus, measured with torch's slices of 64, a call of ~19 texts computed ~2× the real tokens, sorted
-calls of 256 texts ~1.3×, 744 ~1.1×. Hence:
+the local model sorts each call by length and pads slices of up to 16 texts (ONNX Runtime, cut where
+lengths jump: slicing.py; 64 on torch), so small calls are doubly expensive: under-filled slices,
+padded to their longest text. On bench/ingest's corpus, measured with torch's slices of 64, a call of
+~19 texts computed ~2× the real tokens, sorted calls of 256 texts ~1.3×, 744 ~1.1×. Hence:
 
 - Large calls: when the model becomes free, the worker takes every request already queued, up to
   `max_batch` texts. What is queued is bounded by the callers — for the indexer, its concurrency ×
@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cortex_embedding.embedder import Embedder
+from cortex_embedding.slicing import padded_tokens
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +43,6 @@ DEFAULT_LINGER_SECONDS = 0.0  # see the module docstring: a search must not wait
 def approximate_tokens(text: str) -> int:
     """A cheap stand-in for the tokenizer's count, good enough to sort by (word pieces run ~1.3 per word)."""
     return len(text.split())
-
-
-def padded_tokens(lengths: list[int], group: int) -> int:
-    """Tokens a model computes for these texts sorted longest first, padding each slice of `group` to its first."""
-    ordered = sorted(lengths, reverse=True)
-    return sum(ordered[start] * len(ordered[start : start + group]) for start in range(0, len(ordered), group))
 
 
 @dataclass
@@ -64,7 +59,7 @@ class BatchStats:
     requests: int = 0
     texts: int = 0
     tokens: int = 0
-    padded_tokens: int = 0  # tokens the model computes if it pads each slice of `pad_group` sorted texts
+    padded_tokens: int = 0  # tokens the model computes if it slices as the local model does (slicing.py)
     linger_seconds: float = 0.0  # time the model stood idle waiting for more requests
 
     def summary(self) -> str:
@@ -86,8 +81,7 @@ class BatchingEmbedder:
 
     A call stops gathering once it holds `max_batch` texts (the last request taken may carry it past;
     a request is never split). `linger_seconds` bounds how long the model waits idle to fill a call.
-    `length` orders the texts of a call. `pad_group` only serves the padding estimate in `stats`: the
-    slice size the model pads (8 for the local model on ONNX Runtime). `streams` model calls run at once,
+    `length` orders the texts of a call. `streams` model calls run at once,
     each in its own thread: for a model whose calls each use one core (see the module docstring).
     """
 
@@ -99,14 +93,12 @@ class BatchingEmbedder:
         *,
         streams: int = 1,
         length: Callable[[str], int] = approximate_tokens,
-        pad_group: int = 8,
     ) -> None:
         self.embedder = embedder
         self.stats = BatchStats()
         self._max_batch = max_batch
         self._linger = linger_seconds
         self._length = length
-        self._pad_group = pad_group
         self._streams = streams
         self._queue: asyncio.Queue[_Request] = asyncio.Queue()
         self._workers: list[asyncio.Task[None]] = []
@@ -189,4 +181,4 @@ class BatchingEmbedder:
         stats.requests += len(batch)
         stats.texts += len(lengths)
         stats.tokens += sum(lengths)
-        stats.padded_tokens += padded_tokens(lengths, self._pad_group)
+        stats.padded_tokens += padded_tokens(lengths)

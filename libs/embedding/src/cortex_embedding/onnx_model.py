@@ -1,12 +1,12 @@
 """A sentence-transformers model exported to ONNX (onnx_export.py), run by ONNX Runtime.
 
 Texts are tokenized by the model's own fast tokenizer (truncated at the model's `max_seq_length`, as
-sentence-transformers does), sorted by their exact token counts and run in slices of `batch_size`, each
-padded only to its longest text; the vectors come back in the callers' order. Slices are small (8): on
-bench/ingest's passages (~160 tokens) calls of 150 texts ran 8.5 texts/s in slices of 8, 6.6 in 16,
-5.0 in 32, 4.3 in 64 (best of two rounds, same process, on a loaded machine): less padding, and
-activations that stay in cache. A run releases the GIL for its whole length, so concurrent callers
-in worker threads do not queue behind one another in Python.
+sentence-transformers does), sorted by their exact token counts and run in slices cut where the lengths
+jump (slicing.py), each padded only to its longest text; the vectors come back in the callers' order.
+Slices are small (at most 16): on bench/ingest's passages calls of 150 texts ran 8.5 texts/s in fixed
+slices of 8, 6.6 in 16, 5.0 in 32, 4.3 in 64 (best of two rounds, same process, on a loaded machine):
+less padding, and activations that stay in cache. A run releases the GIL for its whole length, so
+concurrent callers in worker threads do not queue behind one another in Python.
 """
 
 import json
@@ -15,6 +15,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+from cortex_embedding.slicing import slices
 
 DEFAULT_MAX_LENGTH = 256
 
@@ -39,14 +41,13 @@ def _session(onnx_file: Path, threads: int | None) -> Any:
 
 
 class OnnxSentenceEncoder:
-    def __init__(self, onnx_file: Path, model_dir: Path, threads: int | None = None, batch_size: int = 8) -> None:
+    def __init__(self, onnx_file: Path, model_dir: Path, threads: int | None = None) -> None:
         from tokenizers import Tokenizer
 
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(_max_length(model_dir))
         self._session = _session(onnx_file, threads)
-        self._batch_size = batch_size
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -54,8 +55,8 @@ class OnnxSentenceEncoder:
         encodings = self._tokenizer.encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids), reverse=True)
         vectors: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), self._batch_size):
-            group = order[start : start + self._batch_size]
+        for start, end in slices([len(encodings[i].ids) for i in order]):
+            group = order[start:end]
             for index, vector in zip(group, self._run([encodings[i] for i in group]), strict=True):
                 vectors[index] = vector.tolist()
         return vectors
