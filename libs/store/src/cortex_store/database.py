@@ -1,13 +1,17 @@
 """Engine and session factory. Built by each service's bootstrap, never at import time."""
 
+import asyncio
 import functools
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
 from sqlalchemy.engine import make_url
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+log = logging.getLogger(__name__)
 
 
 def async_url(database_url: str) -> str:
@@ -35,6 +39,24 @@ def make_engine(
         pool_pre_ping=pre_ping,
         connect_args={"server_settings": server_settings} if server_settings else {},
     )
+
+
+async def open_pool(engine: AsyncEngine, connections: int) -> None:
+    """Open `connections` of the engine's pool now, at start-up, rather than one by one as the first load
+    arrives: each is a server process to start and a driver's first queries, in the latency of the first
+    events. Best effort: a database that does not answer yet is logged, and connections open on demand."""
+    opened = await asyncio.gather(*(engine.connect().start() for _ in range(connections)), return_exceptions=True)
+    for connection in opened:
+        if isinstance(connection, AsyncConnection):
+            await connection.close()  # back to the pool, still open
+    failures = [outcome for outcome in opened if isinstance(outcome, BaseException)]
+    if failures:
+        log.warning(
+            "opened %d of %d database connections at start-up: %s",
+            connections - len(failures),
+            connections,
+            failures[0],
+        )
 
 
 def make_sessionmaker(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:

@@ -23,7 +23,7 @@ from cortex_messaging.connection import connect
 from cortex_messaging.consumer import ConsumerSpec, DurableConsumer
 from cortex_messaging.streams import ensure_streams
 from cortex_plugins.registry import PluginRegistry
-from cortex_store.database import make_engine, make_sessionmaker
+from cortex_store.database import make_engine, make_sessionmaker, open_pool
 from cortex_vector_stores.binding import store_of_its_own
 
 log = logging.getLogger(__name__)
@@ -48,11 +48,11 @@ class Indexer:
         # fails its event, which the consumer retries. No overflow: under a steady stream of events,
         # connections opened beyond the pool were closed and opened again (115 new server processes while
         # bench/ingest indexed 300 documents); handlers wait for a pooled one instead.
-        engine = make_engine(
-            settings.database_url, pool_size=min(settings.concurrency, 16), max_overflow=0, pre_ping=False
-        )
+        pool_size = min(settings.concurrency, 16)
+        engine = make_engine(settings.database_url, pool_size=pool_size, max_overflow=0, pre_ping=False)
         nc = await connect(settings.nats_url, name="cortex-indexer")
         try:
+            await open_pool(engine, pool_size)
             js = nc.jetstream()
             await ensure_streams(js)
             sessions = make_sessionmaker(engine)
