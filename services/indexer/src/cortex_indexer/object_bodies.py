@@ -1,7 +1,23 @@
-"""Large bodies and uploaded files travel through the NATS Object Store; the event names the object."""
+"""Large bodies and uploaded files travel through the NATS Object Store; the event names the object.
+
+An object is read as its metadata, then its chunks one by one by sequence number (`next_by_subj`), each
+one request. nats-py's `ObjectStore.get` subscribes an ordered consumer for every object instead: a
+consumer created and removed on the server, after a bucket lookup and the metadata read twice, which
+was most of the NATS server's and much of the indexer's own work per file in bench/ingest --mix.
+"""
+
+import base64
+import hashlib
 
 from nats.js import JetStreamContext
-from nats.js.errors import BucketNotFoundError, ObjectNotFoundError
+from nats.js.errors import NotFoundError, ObjectNotFoundError
+from nats.js.object_store import (
+    OBJ_CHUNKS_PRE_TEMPLATE,
+    OBJ_DIGEST_TYPE,
+    OBJ_STREAM_TEMPLATE,
+    VALID_BUCKET_RE,
+    ObjectStore,
+)
 
 from cortex_contracts.documents import MAX_BODY_CHARS, ObjectRef
 from cortex_messaging.delivery import PoisonMessage
@@ -12,15 +28,43 @@ class UnreadableObject(Exception):
 
 
 async def read_bytes(js: JetStreamContext, ref: ObjectRef, *, max_bytes: int) -> bytes:
+    if VALID_BUCKET_RE.match(ref.bucket) is None:
+        raise UnreadableObject(f"object store bucket name {ref.bucket!r} is not valid")
+    stream = OBJ_STREAM_TEMPLATE.format(bucket=ref.bucket)
     try:
-        store = await js.object_store(ref.bucket)
-        info = await store.get_info(ref.name)
-        if (info.size or 0) > max_bytes:
-            raise UnreadableObject(f"object {ref.bucket}/{ref.name} is over {max_bytes // 2**20} MiB")
-        result = await store.get(ref.name)
-    except (BucketNotFoundError, ObjectNotFoundError) as exc:
+        info = await ObjectStore(ref.bucket, stream, js).get_info(ref.name)  # a missing bucket: not found too
+    except ObjectNotFoundError as exc:
         raise UnreadableObject(f"object {ref.bucket}/{ref.name} not found") from exc
-    return result.data or b""
+    if info.is_link():
+        raise UnreadableObject(f"object {ref.bucket}/{ref.name} is a link, not a file")
+    if (info.size or 0) > max_bytes:
+        raise UnreadableObject(f"object {ref.bucket}/{ref.name} is over {max_bytes // 2**20} MiB")
+    subject = OBJ_CHUNKS_PRE_TEMPLATE.format(bucket=ref.bucket, obj=info.nuid)
+    data = bytearray()
+    digest = hashlib.sha256()
+    sequence = 1
+    for _ in range(info.chunks or 0):
+        try:
+            chunk = await js.get_msg(stream, seq=sequence, subject=subject, next=True)
+        except NotFoundError as exc:
+            raise UnreadableObject(f"object {ref.bucket}/{ref.name} has lost chunks") from exc
+        data += chunk.data or b""
+        digest.update(chunk.data or b"")
+        sequence = (chunk.seq or sequence) + 1
+        if len(data) > max_bytes:
+            raise UnreadableObject(f"object {ref.bucket}/{ref.name} is over {max_bytes // 2**20} MiB")
+    if len(data) != (info.size or 0) or digest.digest() != _recorded_digest(info.digest):
+        raise UnreadableObject(f"object {ref.bucket}/{ref.name} does not match its size and digest")
+    return bytes(data)
+
+
+def _recorded_digest(digest: str | None) -> bytes | None:
+    """The SHA-256 the metadata records (`SHA-256=<base64url>`), None when it records none we can read."""
+    encoded = (digest or "").removeprefix(OBJ_DIGEST_TYPE).removeprefix(OBJ_DIGEST_TYPE.upper())
+    try:
+        return base64.urlsafe_b64decode(encoded) if encoded else None
+    except ValueError:
+        return None
 
 
 async def read_body(js: JetStreamContext, ref: ObjectRef) -> str:

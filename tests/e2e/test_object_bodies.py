@@ -1,0 +1,72 @@
+"""Reading objects from the real NATS Object Store, chunk by chunk, as the indexer reads uploads and bodies."""
+
+import base64
+import hashlib
+import json
+import uuid
+
+import pytest
+from nats.js import JetStreamContext
+from nats.js.api import ObjectStoreConfig
+from nats.js.object_store import ObjectStore
+
+from cortex_contracts.documents import ObjectRef
+from cortex_indexer.object_bodies import UnreadableObject, read_bytes
+
+pytestmark = pytest.mark.e2e
+
+MIB = 2**20
+
+
+@pytest.fixture
+async def bucket(js: JetStreamContext) -> ObjectStore:
+    return await js.create_object_store(f"test-{uuid.uuid4().hex[:12]}", ObjectStoreConfig())
+
+
+async def test_an_object_of_several_chunks_reads_back_whole(js: JetStreamContext, bucket: ObjectStore) -> None:
+    data = bytes(range(256)) * 1200  # 300 KiB: three chunks of nats-py's 128 KiB
+    await bucket.put("big", data)
+    await bucket.put("empty", b"")
+    await bucket.put("small", b"one chunk")
+
+    assert await read_bytes(js, ObjectRef(bucket=bucket._name, name="big"), max_bytes=MIB) == data
+    assert await read_bytes(js, ObjectRef(bucket=bucket._name, name="empty"), max_bytes=MIB) == b""
+    assert await read_bytes(js, ObjectRef(bucket=bucket._name, name="small"), max_bytes=MIB) == b"one chunk"
+
+
+async def test_a_replaced_object_reads_as_its_new_content(js: JetStreamContext, bucket: ObjectStore) -> None:
+    await bucket.put("doc", b"first version")
+    await bucket.put("doc", b"second version")
+    assert await read_bytes(js, ObjectRef(bucket=bucket._name, name="doc"), max_bytes=MIB) == b"second version"
+
+
+@pytest.mark.parametrize(
+    ("bucket_name", "name", "reason"),
+    [
+        (None, "nothing-here", "not found"),
+        ("no-such-bucket", "x", "not found"),
+        ("bad bucket name!", "x", "is not valid"),
+        (None, "big", "is over 0 MiB"),
+    ],
+)
+async def test_what_cannot_be_read_says_why(
+    js: JetStreamContext, bucket: ObjectStore, bucket_name: str | None, name: str, reason: str
+) -> None:
+    await bucket.put("big", b"x" * 2048)
+    ref = ObjectRef(bucket=bucket_name or bucket._name, name=name)
+    with pytest.raises(UnreadableObject, match=reason):
+        await read_bytes(js, ref, max_bytes=1024)
+
+
+async def test_content_that_does_not_match_its_recorded_digest_is_refused(
+    js: JetStreamContext, bucket: ObjectStore
+) -> None:
+    await bucket.put("doc", b"the bytes as written")
+    stream = f"OBJ_{bucket._name}"
+    meta_subject = f"$O.{bucket._name}.M.{base64.urlsafe_b64encode(b'doc').decode()}"
+    meta = json.loads((await js.get_last_msg(stream, meta_subject)).data or b"{}")
+    meta["digest"] = "SHA-256=" + base64.urlsafe_b64encode(hashlib.sha256(b"other bytes").digest()).decode()
+    await js.publish(meta_subject, json.dumps(meta).encode(), headers={"Nats-Rollup": "sub"})
+
+    with pytest.raises(UnreadableObject, match="does not match its size and digest"):
+        await read_bytes(js, ObjectRef(bucket=bucket._name, name="doc"), max_bytes=MIB)
