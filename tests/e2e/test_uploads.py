@@ -14,7 +14,7 @@ import httpx
 import pytest
 from nats.js import JetStreamContext
 
-from cortex_cli.ingest import IngestOptions, document_id_for, ingest_files, upload_id_for
+from cortex_cli.ingest import INLINE_BODY_LIMIT, IngestOptions, document_id_for, ingest_files, upload_id_for
 from cortex_contracts import subjects
 from cortex_extractors import media_types, samples
 from cortex_indexer.uploads import document_id_for as upload_document_id
@@ -117,6 +117,22 @@ async def test_every_file_type_is_extracted_and_found_by_its_own_words(
 
     assert await lexical_ids(org.member, words["script"]) == []
     assert await lexical_ids(org.member, words["style"]) == []
+
+
+async def test_a_markdown_body_too_large_for_an_event_travels_through_the_object_store_whole(
+    migrated: Infrastructure, org: Org, tmp_path: Path
+) -> None:
+    first, last = word("first"), word("last")
+    # Long words: many bytes in few passages, so that embedding it stays quick.
+    filler = "".join(" ".join(["wide" * 25] * 100) + "\n\n" for _ in range(30))
+    body = f"# Handbook\n\nIt opens with {first}.\n\n{filler}It closes with {last}.\n"
+    assert len(body.encode()) > INLINE_BODY_LIMIT  # ~300 KB: three of the Object Store's 128 KiB chunks
+    paths = await ingest(migrated, org, tmp_path, {"handbook.md": body.encode()})
+
+    document_id = document_id_for(options_for(org), paths["handbook.md"])
+    await detail_when(org.member, document_id, status="published")
+    assert await lexical_ids(org.member, first) == [str(document_id)]
+    assert await lexical_ids(org.member, last) == [str(document_id)]  # from the last chunk
 
 
 async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_and_the_next_still_indexed(
