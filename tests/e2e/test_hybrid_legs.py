@@ -68,3 +68,48 @@ async def test_one_statement_equals_each_leg_alone_exact_or_walking_the_graph_fi
     assert exact[0].document_id == ids["Pricing"]
     assert together == (lexical, exact)
     assert walked == (lexical, exact)
+
+
+CRANE_SENTENCES = [
+    "The harbor crane cable is greased every Monday before the first ship.",
+    "Grease the crane's cable weekly, and log it in the harbor book.",
+    "Our port cranes need their wire ropes lubricated once a week.",
+    "Cable lubrication for the quay crane happens on the night shift.",
+    "Harbor maintenance: crane brakes tested, cable greased, hooks inspected.",
+    "The gantry crane at berth four gets fresh grease on its hoist rope.",
+    "Every crane operator checks the cable for wear and adds grease.",
+    "Ship-to-shore cranes are serviced monthly, cables greased each week.",
+    "A dry crane cable frays: the harbor team greases it on schedule.",
+    "The container crane's rope drum and cable get greased on Fridays.",
+    "Port engineering keeps a grease log for every crane cable in the harbor.",
+    "Mobile harbor cranes have their cables lubricated after heavy rain.",
+]
+
+
+async def test_a_walk_whose_nearest_chunks_crowd_into_few_documents_still_fills_the_page(
+    org: Org, js: JetStreamContext, nats_client: NATS, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    """Twelve documents of ten near-identical passages each: the 30 nearest chunks (3 × the 10 documents
+    asked) belong to about three documents. The exact scan over as many chunks is as short; a wider
+    HNSW walk finds ten."""
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+    ids = [uuid.uuid4() for _ in CRANE_SENTENCES]
+    for number, (doc, sentence) in enumerate(zip(ids, CRANE_SENTENCES, strict=True)):
+        body = "\n\n".join([" ".join([sentence] * 9)] * 10)  # ten passages, all but the first the same
+        await publish_upsert(js, upsert_event(org.id, doc, title=f"Crane {number}", body=body, version=1))
+    for doc in ids:
+        await watcher.wait_for(doc, 1)
+    await watcher.stop()
+    model = load_local_embedder(threads=1)
+    assert model is not None
+    vector = model.embed(["when is the harbor crane cable greased"])[0]
+    where = document_filter(FeedFilters())
+
+    async with org_transaction(sessions, org.id) as session:
+        scanned = await retrieval.dense_hits(session, org.id, vector, where, 10, exact=True)
+        await session.execute(text("SET LOCAL enable_seqscan = off"))  # walk the graph, as for a big org
+        walked = await retrieval.dense_hits(session, org.id, vector, where, 10, exact=False)
+
+    assert len(scanned) < 10  # what answered a short walk before
+    assert len(walked) == 10
+    assert {hit.document_id for hit in scanned} <= {hit.document_id for hit in walked}

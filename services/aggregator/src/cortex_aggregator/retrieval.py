@@ -158,8 +158,8 @@ async def hybrid_hits(
     rows = (await session.execute(text(statement), params)).all()
     lexical = _best_first(_hits(row for row in rows if row.leg == "lexical"))
     dense = _best_first(_hits(row for row in rows if row.leg == "dense"))
-    if not exact and len(dense) < n:  # the HNSW walk came back short: the exact scan answers
-        dense = await dense_hits(session, org, vector, where, n, exact=True)
+    if not exact and len(dense) < n:  # the HNSW walk came back short
+        dense = await _wider_walk_or_scan(session, _dense_params(org, vector, where, n), where, n)
     return lexical, dense
 
 
@@ -182,13 +182,35 @@ async def dense_hits(
     exact: bool,
 ) -> list[Hit]:
     """Top `n` documents by their nearest chunk: approximate (HNSW) for big sets, exact otherwise or
-    whenever the approximate walk came back short."""
+    whenever the approximate walks came back short."""
     params = _dense_params(org, vector, where, n)
-    if not exact:
-        if n * 3 > HNSW_EF_SEARCH:  # deeper than the connection's default
-            ef_search = min(HNSW_EF_SEARCH_MAX, n * 3)
-            await session.execute(text(f"SET LOCAL hnsw.ef_search = {ef_search}"))
-        hits = _hits(await records.fetch(session, _dense(where, exact=False), params))
+    if exact:
+        return _hits(await records.fetch(session, _dense(where, exact=True), params))
+    hits = await _walk(session, params, where, n * 3)
+    return hits if len(hits) >= n else await _wider_walk_or_scan(session, params, where, n)
+
+
+async def _walk(session: AsyncSession, params: dict[str, Any], where: DocumentFilter, k: int) -> list[Hit]:
+    """The documents of the `k` nearest chunks HNSW finds (ef_search raised to `k` when it is deeper than
+    the connection's default)."""
+    if k > HNSW_EF_SEARCH:
+        await session.execute(text(f"SET LOCAL hnsw.ef_search = {min(k, HNSW_EF_SEARCH_MAX)}"))
+    return _hits(await records.fetch(session, _dense(where, exact=False), params | {"k": k}))
+
+
+async def _wider_walk_or_scan(
+    session: AsyncSession, params: dict[str, Any], where: DocumentFilter, n: int
+) -> list[Hit]:
+    """After a walk that found fewer than `n` documents: HNSW again, as wide as pgvector walks, then the
+    exact scan if that is short too.
+
+    A walk comes back short two ways. The index is shared by every organization and filtered after the
+    walk, so a small organization (or a selective filter) keeps few of the chunks walked: only the exact
+    scan finds them all. Or the nearest chunks crowd into few documents (near-duplicate passages):
+    then the exact scan, taking as many chunks, is just as short, and at 100k chunks costs ~100 ms where
+    a wider walk costs a few."""
+    if n * 3 < HNSW_EF_SEARCH_MAX:
+        hits = await _walk(session, params, where, HNSW_EF_SEARCH_MAX)
         if len(hits) >= n:
             return hits
     return _hits(await records.fetch(session, _dense(where, exact=True), params))
