@@ -1,31 +1,22 @@
-"""DOCX: paragraphs in document order, Title and Heading N styles as `#` lines, tables as ` | ` rows."""
+"""DOCX: paragraphs in document order, Title and Heading N styles as `#` lines, tables as ` | ` rows.
 
-import io
+The package's XML is read straight with lxml — only the main document, its styles and the core
+properties — by the rules python-docx 1.2 applied when it did this work (`word_text`, `word_styles`),
+for the same output. python-docx parsed every XML part of the package. On the 50 DOCX files of
+`bench.documents_mix` (python-docx's template, whose styles.xml is 350 KB), CPU a file, best of 3:
+10.2 ms with python-docx, 1.4 ms now, 7.3 ms when no file's styles part was seen before (parsing
+styles.xml is most of that; `word_styles` parses each distinct one once).
+"""
 
-from docx import Document
-from docx.table import Table
-from docx.text.paragraph import Paragraph
-
+from cortex_extractors import wordml as w
+from cortex_extractors.errors import CorruptFile
 from cortex_extractors.extracted import Extracted
 from cortex_extractors.limits import MAX_PARSED_PART_BYTES, BoundedText, short_title
 from cortex_extractors.media_types import DOCX
 from cortex_extractors.office_package import check_package
-
-
-class StyleNames:
-    """Paragraph style names, resolved by python-docx once per style id in a document. Its
-    `paragraph.style` looks the id up among all styles on every access, and scans them all for the
-    default when a paragraph names none: two thirds of the time it took to extract a DOCX."""
-
-    def __init__(self) -> None:
-        self._names: dict[str | None, str] = {}
-
-    def of(self, paragraph: Paragraph) -> str:
-        style_id = paragraph._p.style  # the id that `paragraph.style` resolves on every access
-        if style_id not in self._names:
-            style = paragraph.style
-            self._names[style_id] = (style.name if style is not None else None) or ""
-        return self._names[style_id]
+from cortex_extractors.word_package import open_package
+from cortex_extractors.word_styles import paragraph_styles, style_id_of
+from cortex_extractors.word_text import paragraph_text, table_rows
 
 
 def heading_level(name: str) -> int:
@@ -36,38 +27,30 @@ def heading_level(name: str) -> int:
     return int(level) if name.startswith("Heading ") and level.isdigit() else 0
 
 
-def table_rows(table: Table) -> list[str]:
-    rows = []
-    for row in table.rows:
-        cells: list[str] = []
-        for cell in row.cells:
-            text = " ".join(cell.text.split())
-            if not cells or text != cells[-1]:  # a merged cell is repeated once per grid column
-                cells.append(text)
-        rows.append(" | ".join(cells))
-    return rows
-
-
 class WordExtractor:
     media_types = frozenset({DOCX})
 
     def extract(self, data: bytes, filename: str | None) -> Extracted:
         check_package(data, "DOCX", max_part_bytes=MAX_PARSED_PART_BYTES)
-        document = Document(io.BytesIO(data))
-        styles = StyleNames()
+        package = open_package(data)
+        body = package.document.find(w.BODY) if package.document.tag == w.DOCUMENT else None
+        if body is None:
+            raise CorruptFile("not a readable DOCX file: its main part is not a w:document with a body")
+        styles = paragraph_styles(package.styles)
         out = BoundedText()
         first_heading = None
-        for block in document.iter_inner_content():
-            if isinstance(block, Table):
+        for block in body.iterchildren(w.PARAGRAPH, w.TABLE):
+            if block.tag == w.TABLE:
                 out.add_lines(table_rows(block))
                 continue
-            level = heading_level(styles.of(block))
+            text = paragraph_text(block)
+            level = heading_level(styles.name(style_id_of(block)))
             if level:
-                out.heading(level, block.text)
-                first_heading = first_heading or short_title(block.text)
+                out.heading(level, text)
+                first_heading = first_heading or short_title(text)
             else:
-                out.add(block.text)
-        title = short_title(document.core_properties.title) or first_heading
+                out.add(text)
+        title = short_title(package.title) or first_heading
         return Extracted(title=title, text=out.text())
 
 

@@ -1,0 +1,39 @@
+"""WordprocessingML names the DOCX reader looks for, as lxml spells them (`{namespace}tag`).
+
+Imported as `w`, so `w.PARAGRAPH` reads like the `w:p` it stands for.
+"""
+
+W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+DOCUMENT = f"{W}document"
+BODY = f"{W}body"
+
+PARAGRAPH = f"{W}p"
+PARAGRAPH_PROPERTIES = f"{W}pPr"
+PARAGRAPH_STYLE = f"{W}pStyle"
+HYPERLINK = f"{W}hyperlink"
+RUN = f"{W}r"
+TEXT = f"{W}t"
+BREAK = f"{W}br"
+TAB = f"{W}tab"
+POSITIONAL_TAB = f"{W}ptab"
+CARRIAGE_RETURN = f"{W}cr"
+NO_BREAK_HYPHEN = f"{W}noBreakHyphen"
+
+TABLE = f"{W}tbl"
+ROW = f"{W}tr"
+ROW_PROPERTIES = f"{W}trPr"
+GRID_BEFORE = f"{W}gridBefore"
+CELL = f"{W}tc"
+CELL_PROPERTIES = f"{W}tcPr"
+GRID_SPAN = f"{W}gridSpan"
+VERTICAL_MERGE = f"{W}vMerge"
+
+STYLE = f"{W}style"
+STYLE_NAME = f"{W}name"
+
+# Attributes
+VAL = f"{W}val"
+TYPE = f"{W}type"
+STYLE_ID = f"{W}styleId"
+DEFAULT = f"{W}default"
