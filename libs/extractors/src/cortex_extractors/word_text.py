@@ -54,31 +54,26 @@ def _continues_above(cell: etree._Element) -> bool:
     return merge is not None and merge.get(w.VAL, "continue") == "continue"
 
 
-def _cell_at(row: etree._Element, offset: int) -> etree._Element | None:
-    """The cell of `row` that starts at grid column `offset` (python-docx's `tc_at_grid_offset`)."""
-    start = _number(row, w.ROW_PROPERTIES, w.GRID_BEFORE, 0)
-    for cell in row.iterchildren(w.CELL):
-        if start > offset:
-            break
-        if start == offset:
-            return cell
-        start += _span(cell)
-    return None
-
-
-def _row_cells(rows: list[etree._Element], index: int) -> Iterator[etree._Element]:
-    """The cells whose text row `index` shows: a merged continuation shows the cell where its merge
-    starts above. python-docx repeats a cell once per grid column it spans; the repeats would be
-    dropped as duplicates, so each comes once here (none for a span below 1, as there)."""
-    offset = _number(rows[index], w.ROW_PROPERTIES, w.GRID_BEFORE, 0)
-    for cell in rows[index].iterchildren(w.CELL):
-        shown, above = cell, index
-        # python-docx raises where no cell starts above at this offset; here the last one found is shown.
-        while _continues_above(shown) and above > 0 and (over := _cell_at(rows[above - 1], offset)) is not None:
-            shown, above = over, above - 1
-        if _span(shown) > 0:
-            yield shown
-        offset += _span(cell)
+def _shown_cells(rows: list[etree._Element]) -> Iterator[list[etree._Element]]:
+    """Per row, the cells whose text it shows: a merged continuation shows the cell where its merge
+    starts above (python-docx walked up row by row for each; here each row remembers what it showed at
+    each grid column, so a tall merged table costs one pass, not rows × rows). python-docx repeats a cell
+    once per grid column it spans; the repeats would be dropped as duplicates, so each comes once here
+    (none for a span below 1, as there)."""
+    above: dict[int, etree._Element] = {}  # grid column → the cell the previous row showed there
+    for row in rows:
+        shown_here: dict[int, etree._Element] = {}
+        cells = []
+        offset = _number(row, w.ROW_PROPERTIES, w.GRID_BEFORE, 0)
+        for cell in row.iterchildren(w.CELL):
+            # python-docx raised where no cell starts above at this column; here the cell shows itself.
+            shown = above.get(offset, cell) if _continues_above(cell) else cell
+            shown_here[offset] = shown
+            if _span(shown) > 0:
+                cells.append(shown)
+            offset += _span(cell)
+        above = shown_here
+        yield cells
 
 
 def _cell_text(cell: etree._Element) -> str:
@@ -88,11 +83,10 @@ def _cell_text(cell: etree._Element) -> str:
 
 def table_rows(table: etree._Element) -> list[str]:
     """One line a row: its cells' text, whitespace collapsed, joined by ` | `, consecutive repeats dropped."""
-    rows = list(table.iterchildren(w.ROW))
     lines = []
-    for index in range(len(rows)):
+    for shown in _shown_cells(list(table.iterchildren(w.ROW))):
         cells: list[str] = []
-        for cell in _row_cells(rows, index):
+        for cell in shown:
             text = _cell_text(cell)
             if not cells or text != cells[-1]:  # equal neighbours show once, as python-docx's repeats did
                 cells.append(text)
