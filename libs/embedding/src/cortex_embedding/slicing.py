@@ -3,7 +3,7 @@ padded to its first (longest) text, and each run costs a fixed overhead besides 
 
 Fixed slices of 8 padded the indexer's calls (~53 passages of 28–221 tokens) to ×1.15 the real tokens;
 cut where lengths jump, the same calls pad to ×1.03 and run ~13% faster, as fast as one sorted call of
-all 750 passages (measured single-threaded on bench/ingest's corpus, two rounds: 26.3 CPU-s in fixed
+all ~750 passages (measured single-threaded on bench/ingest's corpus, two rounds: 26.3 CPU-s in fixed
 slices, 22.9 cut here, 23.6 in one call). The overhead was measured as a run of one text against runs
 of four of the same length: ~5 ms, what ~15 tokens cost.
 """
