@@ -1,9 +1,10 @@
 """The org feed: hybrid search when there is a query, most recently updated first when there is not."""
 
+import asyncio
 import hashlib
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -129,6 +130,23 @@ async def _recent(ctx: FeedContext, request: FeedRequest, state: dict[str, objec
     return FeedPage(items=page, next_cursor=next_cursor)
 
 
+async def _resolved(query_vector: asyncio.Future[list[float]] | None) -> list[float] | None:
+    return None if query_vector is None else await query_vector
+
+
+@contextmanager
+def _abandoned_if_unused(query_vector: asyncio.Future[list[float]] | None) -> Iterator[None]:
+    """A search that ends before it awaited its query vector (an error, a page without a dense leg) stops
+    the embedding, or takes its error, which would otherwise be logged as never retrieved."""
+    try:
+        yield
+    finally:
+        if query_vector is not None and not query_vector.done():
+            query_vector.cancel()
+        elif query_vector is not None and not query_vector.cancelled():
+            query_vector.exception()
+
+
 async def _dense_leg(
     ctx: FeedContext,
     session: AsyncSession,
@@ -156,19 +174,25 @@ async def _legs(
     session: AsyncSession,
     request: FeedRequest,
     where: DocumentFilter,
-    vector: list[float] | None,
+    query_vector: asyncio.Future[list[float]] | None,
     depth: int,
 ) -> Legs:
     """(lexical, dense) hits: BM25 from memory when the organization's index is loaded and nothing is
-    filtered, else in SQL; in one statement with the dense leg when both run in PostgreSQL."""
+    filtered, else in SQL; in one statement with the dense leg when both run in PostgreSQL.
+
+    `query_vector` is being embedded meanwhile, in the model's thread: the in-memory lexical leg runs
+    before it is awaited."""
     assert request.q is not None
     org, q = request.organization_id, request.q
-    want_lexical = request.mode is not RetrievalMode.SEMANTIC or vector is None  # never fail for want of an embedder
+    # never fail for want of an embedder
+    want_lexical = request.mode is not RetrievalMode.SEMANTIC or query_vector is None
     if want_lexical and ctx.lexical is not None and not where.active:
         ranked = await ctx.lexical.rank(session, org, q, depth, retrieval.BM25_K1, retrieval.BM25_B)
         if ranked is not None:
             lexical = [retrieval.Hit(doc, None, score) for doc, score in zip(ranked.ids, ranked.scores, strict=True)]
-            return Legs(lexical, await _dense_leg(ctx, session, org, vector, where, depth), ranked.weights)
+            dense = await _dense_leg(ctx, session, org, await _resolved(query_vector), where, depth)
+            return Legs(lexical, dense, ranked.weights)
+    vector = await _resolved(query_vector)
     corpus = await ctx.corpus_stats.of(session, org) if want_lexical else None
     if corpus is None:
         return Legs([], await _dense_leg(ctx, session, org, vector, where, depth), {})
@@ -190,12 +214,24 @@ async def _search(
     offset = state.get("o", 0) if state else 0
     if not isinstance(offset, int) or not 0 <= offset <= MAX_SEARCH_DEPTH:
         raise BadCursor("cursor is not valid")
-    org, config = request.organization_id, ctx.config
     depth = max(CANDIDATES_PER_LEG, offset + request.limit + 1)
     use_dense = ctx.embed_query is not None and request.mode is not RetrievalMode.LEXICAL
-    vector = await ctx.embed_query(request.q) if ctx.embed_query and use_dense else None
+    query_vector = asyncio.ensure_future(ctx.embed_query(request.q)) if ctx.embed_query and use_dense else None
+    with _abandoned_if_unused(query_vector):
+        return await _ranked_page(ctx, request, where, query_vector, depth, offset)
+
+
+async def _ranked_page(
+    ctx: FeedContext,
+    request: FeedRequest,
+    where: DocumentFilter,
+    query_vector: asyncio.Future[list[float]] | None,
+    depth: int,
+    offset: int,
+) -> FeedPage:
+    org, config = request.organization_id, ctx.config
     async with _search_transaction(ctx.sessions, org, where) as session:
-        legs = await _legs(ctx, session, request, where, vector, depth)
+        legs = await _legs(ctx, session, request, where, query_vector, depth)
         lexical, dense = legs.lexical, legs.dense
         fused = reciprocal_rank_fusion(
             [
