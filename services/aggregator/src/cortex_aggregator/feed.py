@@ -1,10 +1,9 @@
 """The org feed: hybrid search when there is a query, most recently updated first when there is not."""
 
-import asyncio
 import hashlib
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -20,13 +19,12 @@ from cortex_aggregator.facet_indexes import FacetIndexes
 from cortex_aggregator.filters import DocumentFilter, document_filter
 from cortex_aggregator.fusion import reciprocal_rank_fusion
 from cortex_aggregator.lexical_indexes import LexicalIndexes
+from cortex_aggregator.query_vector import EmbedQuery, QueryVector, abandoned_if_unused, resolved, start_embedding
 from cortex_aggregator.store_dense import store_dense_hits
 from cortex_contracts.memory_item import MemoryItem
 from cortex_contracts.rpc import FeedPage, FeedRequest, RetrievalMode, Sort
 from cortex_contracts.vector_store import VectorStore
 from cortex_store.tenancy import ORG_SETTING
-
-EmbedQuery = Callable[[str], Awaitable[list[float]]]
 
 # Each leg's depth for the first pages. bench.quality's CISI hybrid nDCG@10: 0.4445 at 50, 0.4428 at 100;
 # at 50 the HNSW walk is half as wide (bench.search at 10k: PostgreSQL ~5 ms a search, ~6.7 at 100).
@@ -132,23 +130,6 @@ async def _recent(ctx: FeedContext, request: FeedRequest, state: dict[str, objec
     return FeedPage(items=page, next_cursor=next_cursor)
 
 
-async def _resolved(query_vector: asyncio.Future[list[float]] | None) -> list[float] | None:
-    return None if query_vector is None else await query_vector
-
-
-@contextmanager
-def _abandoned_if_unused(query_vector: asyncio.Future[list[float]] | None) -> Iterator[None]:
-    """A search that ends before it awaited its query vector (an error, a page without a dense leg) stops
-    the embedding, or takes its error, which would otherwise be logged as never retrieved."""
-    try:
-        yield
-    finally:
-        if query_vector is not None and not query_vector.done():
-            query_vector.cancel()
-        elif query_vector is not None and not query_vector.cancelled():
-            query_vector.exception()
-
-
 async def _dense_leg(
     ctx: FeedContext,
     session: AsyncSession,
@@ -176,7 +157,7 @@ async def _legs(
     session: AsyncSession,
     request: FeedRequest,
     where: DocumentFilter,
-    query_vector: asyncio.Future[list[float]] | None,
+    query_vector: QueryVector | None,
     depth: int,
 ) -> Legs:
     """(lexical, dense) hits: BM25 from memory when the organization's index is loaded and nothing is
@@ -192,9 +173,9 @@ async def _legs(
         ranked = await ctx.lexical.rank(session, org, q, depth, retrieval.BM25_K1, retrieval.BM25_B)
         if ranked is not None:
             lexical = [retrieval.Hit(doc, None, score) for doc, score in zip(ranked.ids, ranked.scores, strict=True)]
-            dense = await _dense_leg(ctx, session, org, await _resolved(query_vector), where, depth)
+            dense = await _dense_leg(ctx, session, org, await resolved(query_vector), where, depth)
             return Legs(lexical, dense, ranked.weights)
-    vector = await _resolved(query_vector)
+    vector = await resolved(query_vector)
     corpus = await ctx.corpus_stats.of(session, org) if want_lexical else None
     if corpus is None:
         return Legs([], await _dense_leg(ctx, session, org, vector, where, depth), {})
@@ -218,8 +199,8 @@ async def _search(
         raise BadCursor("cursor is not valid")
     depth = max(CANDIDATES_PER_LEG, offset + request.limit + 1)
     use_dense = ctx.embed_query is not None and request.mode is not RetrievalMode.LEXICAL
-    query_vector = asyncio.ensure_future(ctx.embed_query(request.q)) if ctx.embed_query and use_dense else None
-    with _abandoned_if_unused(query_vector):
+    query_vector = start_embedding(ctx.embed_query if use_dense else None, request.q)
+    with abandoned_if_unused(query_vector):
         return await _ranked_page(ctx, request, where, query_vector, depth, offset)
 
 
@@ -227,7 +208,7 @@ async def _ranked_page(
     ctx: FeedContext,
     request: FeedRequest,
     where: DocumentFilter,
-    query_vector: asyncio.Future[list[float]] | None,
+    query_vector: QueryVector | None,
     depth: int,
     offset: int,
 ) -> FeedPage:

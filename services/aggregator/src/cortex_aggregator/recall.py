@@ -13,7 +13,7 @@ within 0.015 of 0.3 (BM25 alone scored higher than cosine alone).
 """
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator.agent_memories import search_external
+from cortex_aggregator.query_vector import EmbedQuery, QueryVector, abandoned_if_unused, resolved, start_embedding
 from cortex_contracts.memory import (
     AgentMemoryReader,
     EntryFound,
@@ -35,8 +36,6 @@ from cortex_store.tenancy import org_transaction
 CANDIDATES = 100  # per leg; on locomo-dev 50 or every entry in scope gave the same recall@10
 BM25_K1 = 1.2
 BM25_B = 0.75
-
-EmbedQuery = Callable[[str], Awaitable[list[float]]]
 
 
 @dataclass(frozen=True)
@@ -124,9 +123,15 @@ async def recall(ctx: RecallContext, request: RecallRequest) -> Recalled:
 
 
 async def _recall_entries(ctx: RecallContext, request: RecallRequest) -> list[RecalledEntry]:
+    query_vector = start_embedding(ctx.embed_query, request.q)
+    with abandoned_if_unused(query_vector):
+        return await _ranked_entries(ctx, request, query_vector)
+
+
+async def _ranked_entries(
+    ctx: RecallContext, request: RecallRequest, query_vector: QueryVector | None
+) -> list[RecalledEntry]:
     scope, params = _scope(request)
-    vector = await ctx.embed_query(request.q) if ctx.embed_query else None
-    qvec = None if vector is None else "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
     async with org_transaction(ctx.sessions, request.organization_id) as session:
         lexical = {
             r.id: float(r.score)
@@ -135,6 +140,8 @@ async def _recall_entries(ctx: RecallContext, request: RecallRequest) -> list[Re
                 {**params, "q": request.q, "n": CANDIDATES, "k1": BM25_K1, "b": BM25_B},
             )
         }
+        vector = await resolved(query_vector)  # embedded while the lexical leg ran
+        qvec = None if vector is None else "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
         dense: list[Any] = []
         if qvec is not None:
             dense = [

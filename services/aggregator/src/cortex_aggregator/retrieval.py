@@ -14,7 +14,8 @@ from cortex_aggregator.corpus_stats import Corpus
 from cortex_aggregator.filters import DocumentFilter
 from cortex_store import records
 
-HNSW_EF_SEARCH = 150  # the first pages' need (k = 3 x 50 candidates: feed.CANDIDATES_PER_LEG), set per connection: no statement
+# The first pages' need (k = 3 x feed.CANDIDATES_PER_LEG), set per connection: no statement.
+HNSW_EF_SEARCH = 150
 HNSW_EF_SEARCH_MAX = 1000  # pgvector's upper bound
 CONNECTION_SETTINGS = {"hnsw.ef_search": str(HNSW_EF_SEARCH)}
 

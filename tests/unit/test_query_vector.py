@@ -4,7 +4,7 @@ import asyncio
 import gc
 from typing import Any
 
-from cortex_aggregator.feed import _abandoned_if_unused
+from cortex_aggregator.query_vector import abandoned_if_unused
 from cortex_embedding.errors import EmbeddingError
 
 
@@ -18,7 +18,7 @@ async def test_an_embedding_still_running_when_the_search_ends_is_cancelled() ->
 
     query_vector = asyncio.ensure_future(slow_embedding())
     await started.wait()
-    with _abandoned_if_unused(query_vector):
+    with abandoned_if_unused(query_vector):
         pass
     await asyncio.sleep(0)
     assert query_vector.cancelled()
@@ -34,7 +34,7 @@ async def test_an_embedding_that_failed_unawaited_is_not_reported_as_a_lost_erro
     query_vector = asyncio.ensure_future(failing_embedding())
     await asyncio.sleep(0)
     assert query_vector.done()
-    with _abandoned_if_unused(query_vector):
+    with abandoned_if_unused(query_vector):
         pass
     del query_vector
     gc.collect()
