@@ -77,10 +77,12 @@ def _cursor_state(ctx: FeedContext, request: FeedRequest) -> dict[str, object] |
 
 # The service forces custom plans: filtered SQL needs plans made for its filter values (bootstrap.py).
 # An unfiltered search's statements plan as well generically (bench/search's EXPLAINs: custom and generic
-# alike), and planning them on every search cost ~2 ms of PostgreSQL: they may reuse a generic plan.
+# alike), and planning them on every search cost ~2 ms of PostgreSQL: they reuse a generic plan. Forced:
+# left to choose ('auto'), PostgreSQL kept planning the BM25 refresh (~0.7 ms) and the HNSW walk, whose
+# generic plans it estimates dearer than their custom ones (in situ at 10k: 0.9 -> 0.2 ms and 1.5 -> 1.1).
 BIND = text(f"SELECT set_config('{ORG_SETTING}', :org, true)")
 BIND_REUSING_PLANS = text(
-    f"SELECT set_config('{ORG_SETTING}', :org, true), set_config('plan_cache_mode', 'auto', true)"
+    f"SELECT set_config('{ORG_SETTING}', :org, true), set_config('plan_cache_mode', 'force_generic_plan', true)"
 )
 
 
