@@ -103,3 +103,16 @@ def test_an_int8_copy_that_fails_its_check_leaves_the_fp32_model(
     assert "queries are embedded in fp32" in caplog.text
     assert sorted(path.name for path in tmp_path.iterdir()) == [cached.name], "nothing half-made is left"
     assert np.allclose(model.embed(["pricing"]), onnx_model.embed(["pricing"]), atol=1e-6)
+
+
+def test_an_int8_query_vector_does_not_depend_on_the_queries_embedded_with_it() -> None:
+    # Dynamic quantization scales a run's activations by their range: run together, texts would move
+    # each other's vectors, and a search would rank differently with other searches in flight.
+    int8_model = load_local_embedder(threads=1, int8=True)
+    assert isinstance(int8_model, LocalOnnxModel)
+    queries = [text for text in TEXTS if text]
+
+    alone = np.array([int8_model.embed([query])[0] for query in queries])
+    together = np.array(int8_model.embed(queries))
+
+    assert np.array_equal(alone, together)

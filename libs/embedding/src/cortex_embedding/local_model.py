@@ -101,10 +101,12 @@ def _load_onnx(model_dir: Path, cache_dir: Path | None, threads: int | None, int
         return None
     try:
         onnx_file = exported_model(model_dir, cache_dir or default_cache_dir())
+        fp32_file = onnx_file
         if int8:
             onnx_file = _int8_or_fp32(onnx_file, model_dir)
         log.info("local model on ONNX Runtime: %s", onnx_file.name)
-        return LocalOnnxModel(OnnxSentenceEncoder(onnx_file, model_dir, threads=threads))
+        encoder = OnnxSentenceEncoder(onnx_file, model_dir, threads=threads, one_per_run=onnx_file != fp32_file)
+        return LocalOnnxModel(encoder)
     except ExportFailed as exc:
         log.warning("the local model could not be exported to ONNX (%s): it runs on torch", exc)
         return None

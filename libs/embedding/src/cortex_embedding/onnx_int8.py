@@ -59,9 +59,10 @@ def _quantize(onnx_file: Path, model_dir: Path, out: Path) -> None:
 def _check(int8_file: Path, onnx_file: Path, model_dir: Path) -> None:
     from cortex_embedding.onnx_model import OnnxSentenceEncoder
 
-    def vectors(path: Path) -> np.ndarray:
-        return np.asarray(OnnxSentenceEncoder(path, model_dir, threads=1).embed(PROBES), dtype=np.float32)
+    def vectors(path: Path, one_per_run: bool) -> np.ndarray:
+        encoder = OnnxSentenceEncoder(path, model_dir, threads=1, one_per_run=one_per_run)
+        return np.asarray(encoder.embed(PROBES), dtype=np.float32)
 
-    cosine = float(np.min(np.sum(vectors(int8_file) * vectors(onnx_file), axis=1)))
+    cosine = float(np.min(np.sum(vectors(int8_file, True) * vectors(onnx_file, False), axis=1)))
     if cosine < MIN_PROBE_COSINE:
         raise ExportFailed(f"the int8 copy's vectors are too far from the fp32 model's (cosine {cosine:.4f})")

@@ -41,13 +41,18 @@ def _session(onnx_file: Path, threads: int | None) -> Any:
 
 
 class OnnxSentenceEncoder:
-    def __init__(self, onnx_file: Path, model_dir: Path, threads: int | None = None) -> None:
+    def __init__(
+        self, onnx_file: Path, model_dir: Path, threads: int | None = None, *, one_per_run: bool = False
+    ) -> None:
+        """`one_per_run`: each text in a run of its own, for a dynamically quantized model (onnx_int8.py),
+        which scales a run's activations by their range: texts run together would move each other's vectors."""
         from tokenizers import Tokenizer
 
         self._tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(_max_length(model_dir))
         self._session = _session(onnx_file, threads)
+        self._one_per_run = one_per_run
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         if not texts:
@@ -55,7 +60,9 @@ class OnnxSentenceEncoder:
         encodings = self._tokenizer.encode_batch(texts)
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids), reverse=True)
         vectors: list[list[float]] = [[] for _ in texts]
-        for start, end in slices([len(encodings[i].ids) for i in order]):
+        lengths = [len(encodings[i].ids) for i in order]
+        runs = [(i, i + 1) for i in range(len(order))] if self._one_per_run else slices(lengths)
+        for start, end in runs:
             group = order[start:end]
             for index, vector in zip(group, self._run([encodings[i] for i in group]), strict=True):
                 vectors[index] = vector.tolist()
