@@ -100,10 +100,8 @@ def _load_onnx(model_dir: Path, cache_dir: Path | None, threads: int | None, int
         log.warning("ONNX Runtime is not installed (%s): the local model runs on torch", exc)
         return None
     try:
-        onnx_file = exported_model(model_dir, cache_dir or default_cache_dir())
-        fp32_file = onnx_file
-        if int8:
-            onnx_file = _int8_or_fp32(onnx_file, model_dir)
+        fp32_file = exported_model(model_dir, cache_dir or default_cache_dir())
+        onnx_file = _int8_or_fp32(fp32_file, model_dir) if int8 else fp32_file
         log.info("local model on ONNX Runtime: %s", onnx_file.name)
         encoder = OnnxSentenceEncoder(onnx_file, model_dir, threads=threads, one_per_run=onnx_file != fp32_file)
         return LocalOnnxModel(encoder)
