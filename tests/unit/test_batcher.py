@@ -228,5 +228,25 @@ async def test_with_two_streams_a_second_call_runs_while_the_first_is_busy() -> 
         model.release.set()
         await batcher.close()
 
-    assert model.calls == [["1"], ["2", "3", "4"]]
+    assert model.calls == [["1"], ["2", "3"], ["4"]]  # each call takes its stream's share: see below
+    assert results == [vectors(*texts) for texts in requests]
+
+
+async def test_with_two_streams_a_call_takes_half_of_what_is_queued() -> None:
+    """At the end of a burst one stream must not work through the last texts while the other stands idle."""
+    model = FakeModel()
+    batcher = BatchingEmbedder(model, streams=2)
+    try:
+        requests = [["1"], ["2"], ["3"], ["4"], ["5"], ["6"]]
+        tasks = await queue_behind_busy_model(batcher, model, requests)
+        done, _ = await asyncio.wait(tasks[1:], timeout=5)
+        model.release.set()
+        results = await asyncio.wait_for(asyncio.gather(*tasks), timeout=5)
+    finally:
+        model.release.set()
+        await batcher.close()
+
+    assert len(done) == 5
+    # 5 queued: the free stream takes 3 (⌈5/2⌉), then 1 of the 2 left, then the last.
+    assert model.calls == [["1"], ["2", "3", "4"], ["5"], ["6"]]
     assert results == [vectors(*texts) for texts in requests]

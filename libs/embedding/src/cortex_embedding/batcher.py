@@ -101,6 +101,7 @@ class BatchingEmbedder:
         self._length = length
         self._streams = streams
         self._queue: asyncio.Queue[_Request] = asyncio.Queue()
+        self._queued_texts = 0  # texts of the requests in `_queue`
         self._workers: list[asyncio.Task[None]] = []
 
     @property
@@ -114,6 +115,7 @@ class BatchingEmbedder:
             self._workers = [worker for worker in self._workers if not worker.done()]
             self._workers += [asyncio.create_task(self._run()) for _ in range(self._streams - len(self._workers))]
         request = _Request(texts)
+        self._queued_texts += len(texts)
         await self._queue.put(request)
         return await request.done
 
@@ -130,12 +132,18 @@ class BatchingEmbedder:
             await self._embed(batch)
 
     async def _gather(self) -> list[_Request]:
-        """Wait for one request, take what is queued, linger for more until `max_batch` texts or the deadline."""
+        """Wait for one request, take what is queued, linger for more until `max_batch` texts or the deadline.
+
+        With several streams a call takes at most its share of what is queued, so that when a burst ends
+        the streams finish its last texts together rather than one stream working through them alone.
+        """
         batch = [await self._queue.get()]
         size = len(batch[0].texts)
+        limit = min(self._max_batch, -(-self._queued_texts // self._streams))
+        self._queued_texts -= size
         started = time.monotonic()
         deadline = started + self._linger
-        while size < self._max_batch:
+        while size < limit or (size < self._max_batch and self._queue.empty()):
             if self._queue.empty():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
@@ -149,6 +157,7 @@ class BatchingEmbedder:
                 request = self._queue.get_nowait()
             batch.append(request)
             size += len(request.texts)
+            self._queued_texts -= len(request.texts)
         self.stats.linger_seconds += time.monotonic() - started
         return batch
 

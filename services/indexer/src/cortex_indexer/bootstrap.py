@@ -48,7 +48,7 @@ class Indexer:
         # fails its event, which the consumer retries. No overflow: under a steady stream of events,
         # connections opened beyond the pool were closed and opened again (115 new server processes while
         # bench/ingest indexed 300 documents); handlers wait for a pooled one instead.
-        pool_size = min(settings.concurrency, 16)
+        pool_size = min(settings.concurrency, settings.database_connections)
         engine = make_engine(settings.database_url, pool_size=pool_size, max_overflow=0, pre_ping=False)
         nc = await connect(settings.nats_url, name="cortex-indexer")
         try:
