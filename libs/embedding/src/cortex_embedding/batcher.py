@@ -15,7 +15,9 @@ padded to their longest text. On bench/ingest's corpus, measured with torch's sl
 - Sorted calls: the texts of a call go to the model longest first, so slices hold texts of similar
   length whatever the embedder; the vectors are put back in each caller's order.
 
-- Streams: with `streams` > 1, that many calls run at once, each taking what is queued when it starts.
+- Streams: with `streams` > 1, that many calls run at once, each taking its share (1/`streams`) of
+  what is queued when it starts, up to `max_batch`: full calls in a steady stream, and at the end of a
+  burst every stream works through its part of the last passages rather than one stream alone.
   For the local model on 2 cores, two single-threaded calls at a time beat one call on two threads
   (bench/ingest): an operator split across threads ends at a barrier, and on a machine that the
   indexer shares with PostgreSQL and its own event loop, one preempted thread stalls the other.
