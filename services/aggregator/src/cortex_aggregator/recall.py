@@ -96,15 +96,15 @@ GROUP BY t.id ORDER BY score DESC, t.id LIMIT :n
 
 def _dense(scope: str) -> str:
     return f"""
-SELECT m.id, 1 - (m.embedding <=> CAST(CAST(:qvec AS real[]) AS vector)) AS score FROM memory_entry m
+SELECT m.id, 1 - (m.embedding <=> CAST(:qvec AS vector)) AS score FROM memory_entry m
 WHERE {scope} AND m.embedding IS NOT NULL
-ORDER BY (m.embedding <=> CAST(CAST(:qvec AS real[]) AS vector)) + 0 LIMIT :n
+ORDER BY (m.embedding <=> CAST(:qvec AS vector)) + 0 LIMIT :n
 """
 
 
 def _entries(with_cosine: bool) -> str:
     """The candidates' rows, with their cosine to the query (lexical-only candidates need it too)."""
-    cosine = "1 - (m.embedding <=> CAST(CAST(:qvec AS real[]) AS vector))" if with_cosine else "NULL::float"
+    cosine = "1 - (m.embedding <=> CAST(:qvec AS vector))" if with_cosine else "NULL::float"
     return f"""
 SELECT m.id, m.content, m.partition::text AS partition, m.tier::text AS tier, m.work_id, m.memory_session_id,
        m.agent_id, m.agent_run_id, m.metadata, m.salience, m.created_at, {cosine} AS cosine
@@ -140,8 +140,8 @@ async def _ranked_entries(
                 {**params, "q": request.q, "n": CANDIDATES, "k1": BM25_K1, "b": BM25_B},
             )
         }
-        # Embedded while the lexical leg ran; bound as real[], binary floats (see retrieval._dense_params).
-        qvec = await resolved(query_vector)
+        vector = await resolved(query_vector)  # embedded while the lexical leg ran
+        qvec = None if vector is None else "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
         dense: list[Any] = []
         if qvec is not None:
             dense = [
