@@ -1,21 +1,27 @@
-"""Dense search latency of each vector store on its own, filtered by organization, 4 clients at once.
+"""Dense search latency and recall of each vector store on its own, filtered by organization, 4 clients at once.
 
-`python -m bench.vector_stores [--vectors 100000] [--requests 400] [--concurrency 4]`
+`python -m bench.vector_stores [--vectors 100000] [--requests 400] [--concurrency 4] [--skip qdrant-local]`
 
 What runs: the embedded PostgreSQL (or DATABASE_URL), migrated; `--vectors` chunk rows with
 embeddings written as the indexer writes them (documents of 20 chunks) for a big organization (95%)
 and five small ones (1% each); the same vectors loaded into Qdrant's local mode (a fresh directory
-on tmpfs when there is one) and, when CORTEX_QDRANT_URL is set, into a fresh collection on that
-server (dropped afterwards). Then for each store, `--requests` searches (k=30, like the dense leg's
-depth for a first page) from `--concurrency` asyncio clients in this one process, each query a
-perturbed stored vector of the organization it searches: half against the big organization, half
-against the small ones. pgvector runs as the services run it — as `cortex_app`, under row-level
-security, through `PgVectorStore` with its default exact-scan threshold (20,000 candidate chunks).
+on tmpfs when there is one), into Qdrant's engine in this process (qdrant-edge, bench/qdrant_edge.py:
+the server's own segment and HNSW code, as close to a server as this machine allows) and, when
+CORTEX_QDRANT_URL is set, into a fresh collection on that server (dropped afterwards). Then for each
+store, `--requests` searches (k=30, like the dense leg's depth for a first page) from `--concurrency`
+asyncio clients in this one process, each query a perturbed stored vector of the organization it
+searches: half against the big organization, half against the small ones. Each answer is scored
+against the organization's exact 30 nearest chunks (recall@30). pgvector runs as the services run it
+— as `cortex_app`, under row-level security, through `PgVectorStore` with its default exact-scan
+threshold (20,000 candidate chunks).
 
-The vectors are synthetic: 64 topic centres plus noise, renormalized, 384 dimensions.
+The vectors are synthetic: 64 topic centres plus noise, renormalized, 384 dimensions. Such vectors
+are harder for an HNSW walk than real embeddings (no low-dimensional structure), so the recall here
+is a floor.
 
 Local-mode Qdrant searches by brute force in Python on the event loop, so its 4 clients queue behind
-each other; its figures are for what `cortex run` would do with it, not for a Qdrant server.
+each other (~2 s a search at 100k: `--skip qdrant-local` leaves it out); its figures are for what
+`cortex run` would do with it, not for a Qdrant server.
 """
 
 import argparse
@@ -24,18 +30,19 @@ import os
 import tempfile
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from qdrant_client import models
 from sqlalchemy import insert, text
 
 from bench.harness import infrastructure
+from bench.qdrant_edge import EdgeShardStore
 from bench.report import environment, latency_summary, table, write_json
-from cortex_contracts.vector_store import VectorStore
+from cortex_contracts.vector_store import VectorHit, VectorStore
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.migrate import upgrade_async
 from cortex_store.models import EMBEDDING_DIM, KbChunk, KbDocument, Organization
@@ -145,26 +152,37 @@ async def load_postgres(database_url: str, layout: Layout, vectors: Vectors) -> 
         await engine.dispose()
 
 
+def qdrant_point(layout: Layout, vectors: Vectors, i: int) -> tuple[str, list[float], dict[str, object]]:
+    """Row `i` as the point `QdrantVectorStore.upsert` writes for it."""
+    org, document, ordinal = layout.org_of[i], layout.document_of[i], i % PER_DOCUMENT
+    return (
+        qdrant_points.chunk_point_id(org, document, 1, ordinal),
+        vectors[i].tolist(),
+        qdrant_points.chunk_payload(org, None, document, 1, layout.chunk_ids[i], ordinal),
+    )
+
+
 async def load_qdrant(store: QdrantVectorStore, layout: Layout, vectors: Vectors) -> None:
     """The points `upsert` writes, in bulk (the protocol's per-document checks are not what is measured)."""
     client = await store._open()
     for start in range(0, len(vectors), 1000):
         stop = min(start + 1000, len(vectors))
+        batch = [qdrant_point(layout, vectors, i) for i in range(start, stop)]
         await client.upsert(
             store.collection,
             points=[
-                models.PointStruct(
-                    id=qdrant_points.chunk_point_id(layout.org_of[i], layout.document_of[i], 1, i % PER_DOCUMENT),
-                    vector={qdrant_points.VECTOR: vectors[i].tolist()},
-                    payload=qdrant_points.chunk_payload(
-                        layout.org_of[i], None, layout.document_of[i], 1, layout.chunk_ids[i], i % PER_DOCUMENT
-                    ),
-                )
-                for i in range(start, stop)
+                models.PointStruct(id=point_id, vector={qdrant_points.VECTOR: vector}, payload=payload)
+                for point_id, vector, payload in batch
             ],
         )
         if stop % 10_000 == 0 or stop == len(vectors):
             print(f"  {store.settings.url or 'qdrant local'}: {stop:,} points", flush=True)
+
+
+def load_edge(store: EdgeShardStore, layout: Layout, vectors: Vectors) -> None:
+    for start in range(0, len(vectors), 1000):
+        store.upsert(qdrant_point(layout, vectors, i) for i in range(start, min(start + 1000, len(vectors))))
+    store.build()
 
 
 def queries(rng: np.random.Generator, layout: Layout, vectors: Vectors, n: int) -> list[tuple[uuid.UUID, Vectors]]:
@@ -179,22 +197,45 @@ def queries(rng: np.random.Generator, layout: Layout, vectors: Vectors, n: int) 
     return drawn
 
 
+def exact_neighbours(layout: Layout, vectors: Vectors, work: Sequence[tuple[uuid.UUID, Vectors]]) -> list[set[int]]:
+    """Each query's true K nearest chunks within its organization, by brute force (`kb_chunks.id`s)."""
+    truth = []
+    for org, query in work:
+        rows = np.asarray(layout.rows_of(org))
+        nearest = rows[np.argsort(-(vectors[rows] @ query), kind="stable")[:K]]
+        truth.append({layout.chunk_ids[i] for i in nearest})
+    return truth
+
+
+class Searchable(Protocol):
+    async def search(self, organization_id: uuid.UUID, vector: Sequence[float], k: int) -> list[VectorHit]: ...
+
+
 async def measure(
-    store: VectorStore, work: Sequence[tuple[uuid.UUID, Vectors]], concurrency: int, big: uuid.UUID
+    store: Searchable,
+    work: Sequence[tuple[uuid.UUID, Vectors]],
+    truth: Sequence[set[int]],
+    concurrency: int,
+    big: uuid.UUID,
 ) -> dict[str, Any]:
+    """Latency, and recall@K against the exact neighbours, for the big organization and the small ones."""
     for org, query in work[:10]:  # warm-up
         await store.search(org, query.tolist(), K)
     timings: dict[str, list[float]] = {"big": [], "small": []}
+    recalls: dict[str, list[float]] = {"big": [], "small": []}
     short = 0
-    pending = list(reversed(work))
+    pending = list(reversed(range(len(work))))
 
     async def client() -> None:
         nonlocal short
         while pending:
-            org, query = pending.pop()
+            index = pending.pop()
+            org, query = work[index]
             started = time.perf_counter()
             hits = await store.search(org, query.tolist(), K)
-            timings["big" if org == big else "small"].append(time.perf_counter() - started)
+            part = "big" if org == big else "small"
+            timings[part].append(time.perf_counter() - started)
+            recalls[part].append(len(truth[index] & {hit.chunk_id for hit in hits}) / K)
             short += len(hits) < K
 
     started = time.perf_counter()
@@ -205,6 +246,8 @@ async def measure(
         "all": latency_summary(every),
         "big_org": latency_summary(timings["big"]),
         "small_orgs": latency_summary(timings["small"]),
+        "recall_big_org": float(np.mean(recalls["big"])),
+        "recall_small_orgs": float(np.mean(recalls["small"])),
         "throughput_per_s": len(every) / elapsed,
         "short_results": short,
     }
@@ -221,21 +264,26 @@ async def run(args: argparse.Namespace, scratch_root: str | None) -> None:
         started = time.perf_counter()
         await load_postgres(infra.database_url, layout, vectors)
         print(f"postgres loaded in {time.perf_counter() - started:.0f} s", flush=True)
+        truth = exact_neighbours(layout, vectors, work)
         engine = make_engine(infra.service_database_url, pool_size=args.concurrency)
-        stores: list[tuple[str, VectorStore]] = [
-            ("pgvector", PgVectorStore(PgVectorSettings()).bind(make_sessionmaker(engine))),
-            ("qdrant-local", QdrantVectorStore(QdrantSettings(url=None, path=Path(scratch) / "qdrant"))),
-        ]
+        makers: dict[str, Callable[[], VectorStore | EdgeShardStore]] = {
+            "pgvector": lambda: PgVectorStore(PgVectorSettings()).bind(make_sessionmaker(engine)),
+            "qdrant-local": lambda: QdrantVectorStore(QdrantSettings(url=None, path=Path(scratch) / "qdrant")),
+            "qdrant-edge": lambda: EdgeShardStore(Path(scratch) / "qdrant-edge", EMBEDDING_DIM),
+        }
         if os.environ.get("CORTEX_QDRANT_URL"):
             collection = f"cortex_bench_{uuid.uuid4().hex[:8]}"
-            stores.append(("qdrant-server", QdrantVectorStore(QdrantSettings(collection=collection))))
+            makers["qdrant-server"] = lambda: QdrantVectorStore(QdrantSettings(collection=collection))
+        stores = [(name, make()) for name, make in makers.items() if name not in args.skip]
         try:
             for name, store in stores:
+                started = time.perf_counter()
                 if isinstance(store, QdrantVectorStore):
-                    started = time.perf_counter()
                     await load_qdrant(store, layout, vectors)
-                    print(f"{name} loaded in {time.perf_counter() - started:.0f} s", flush=True)
-                results[name] = await measure(store, work, args.concurrency, layout.big)
+                elif isinstance(store, EdgeShardStore):
+                    await asyncio.to_thread(load_edge, store, layout, vectors)
+                print(f"{name} ready in {time.perf_counter() - started:.0f} s", flush=True)
+                results[name] = await measure(store, work, truth, args.concurrency, layout.big)
                 print(f"{name}: {results[name]['all']}", flush=True)
         finally:
             for name, store in stores:
@@ -245,11 +293,11 @@ async def run(args: argparse.Namespace, scratch_root: str | None) -> None:
                 await store.close()
             await engine.dispose()
     rows = [
-        [name, part, r[part]["p50"], r[part]["p99"], r[part]["n"]]
+        [name, part, r[part]["p50"], r[part]["p99"], r.get(f"recall_{part}", ""), r[part]["n"]]
         for name, r in results.items()
         for part in ("all", "big_org", "small_orgs")
     ]
-    print(table(["store", "organizations", "p50 ms", "p99 ms", "n"], rows))
+    print(table(["store", "organizations", "p50 ms", "p99 ms", f"recall@{K}", "n"], rows))
     payload = {
         "environment": environment(),
         "vectors": args.vectors,
@@ -267,6 +315,9 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=400)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument(
+        "--skip", type=lambda names: set(names.split(",")), default=set(), help="stores to leave out, comma-separated"
+    )
     asyncio.run(run(parser.parse_args(), str(SHM) if SHM.is_dir() else None))
 
 
