@@ -48,7 +48,7 @@ from bench.cpu import CpuMeter, describe, usage
 from bench.harness import Deployment, Member, asyncpg_dsn, deployment, new_member
 from bench.publishing import Document, IndexedLog, upsert_event, wait_with_progress
 from bench.report import environment, table, write_json
-from cortex_cli.ingest import IngestOptions, ingest_file
+from cortex_cli.ingest import Buckets, IngestOptions, ingest_file
 from cortex_contracts import subjects
 from cortex_embedding.batcher import approximate_tokens
 from cortex_embedding.local_model import LocalModel, load_local_embedder
@@ -107,8 +107,9 @@ def mixed_files(files: list[documents_mix.MixedFile], expected: list[documents_m
         ]
 
         async def publish(js: JetStreamContext) -> None:
+            buckets = Buckets(js)
             for file in files:
-                await ingest_file(js, file.path, options)
+                await ingest_file(buckets, file.path, options)
 
         return documents, publish
 

@@ -65,11 +65,23 @@ def _version() -> int:
     return time.time_ns() // 1000
 
 
-async def _bucket(js: JetStreamContext, name: str) -> ObjectStore:
-    try:
-        return await js.object_store(name)
-    except BucketNotFoundError:
-        return await js.create_object_store(name, ObjectStoreConfig(description=BUCKETS[name]))
+class Buckets:
+    """The Object Store buckets, each opened (or made) once per run: opening one asks the server for
+    its stream's info, a request as dear as the upload itself for a small file."""
+
+    def __init__(self, js: JetStreamContext) -> None:
+        self.js = js
+        self._opened: dict[str, ObjectStore] = {}
+
+    async def get(self, name: str) -> ObjectStore:
+        if name not in self._opened:
+            try:
+                self._opened[name] = await self.js.object_store(name)
+            except BucketNotFoundError:
+                self._opened[name] = await self.js.create_object_store(
+                    name, ObjectStoreConfig(description=BUCKETS[name])
+                )
+        return self._opened[name]
 
 
 def _utf8(data: bytes) -> str | None:
@@ -80,12 +92,12 @@ def _utf8(data: bytes) -> str | None:
     return None if "\x00" in text else text
 
 
-async def _publish_document(js: JetStreamContext, path: Path, body: str, options: IngestOptions) -> None:
+async def _publish_document(buckets: Buckets, path: Path, body: str, options: IngestOptions) -> None:
     document_id = document_id_for(options, path)
     ref = None
     if len(body.encode()) > INLINE_BODY_LIMIT:
         ref = ObjectRef(bucket=BODY_BUCKET, name=f"{document_id}/{time.time_ns()}")
-        await (await _bucket(js, BODY_BUCKET)).put(ref.name, body.encode())
+        await (await buckets.get(BODY_BUCKET)).put(ref.name, body.encode())
     payload = DocumentUpserted(
         document_id=document_id,
         organization_id=options.organization_id,
@@ -105,11 +117,11 @@ async def _publish_document(js: JetStreamContext, path: Path, body: str, options
         subject=str(document_id),
         data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
     )
-    await publish_event(js, subjects.kb_document_upserted(options.organization_id), event)
+    await publish_event(buckets.js, subjects.kb_document_upserted(options.organization_id), event)
 
 
 async def _publish_upload(
-    js: JetStreamContext, path: Path, data: bytes, media_type: str, options: IngestOptions
+    buckets: Buckets, path: Path, data: bytes, media_type: str, options: IngestOptions
 ) -> uuid.UUID:
     """The file's bytes into the upload bucket under its upload id, then the event that names them.
 
@@ -119,7 +131,7 @@ async def _publish_upload(
     ref = None
     if len(data) <= MAX_INPUT_BYTES:
         ref = ObjectRef(bucket=UPLOAD_BUCKET, name=str(upload_id))
-        await (await _bucket(js, UPLOAD_BUCKET)).put(ref.name, data)
+        await (await buckets.get(UPLOAD_BUCKET)).put(ref.name, data)
     payload = UploadCreated(
         upload_id=upload_id,
         organization_id=options.organization_id,
@@ -139,19 +151,19 @@ async def _publish_upload(
         subject=str(upload_id),
         data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
     )
-    await publish_event(js, subjects.kb_upload_created(options.organization_id), event)
+    await publish_event(buckets.js, subjects.kb_upload_created(options.organization_id), event)
     return upload_id
 
 
-async def ingest_file(js: JetStreamContext, path: Path, options: IngestOptions) -> str:
+async def ingest_file(buckets: Buckets, path: Path, options: IngestOptions) -> str:
     """Publish one file; returns the media type it was published as."""
     data = await asyncio.to_thread(path.read_bytes)
     media_type = detect_media_type(path.name, data)
     body = _utf8(data) if media_type in TEXT_TYPES else None
     if body is not None:
-        await _publish_document(js, path, body, options)
+        await _publish_document(buckets, path, body, options)
     else:  # including text that is not UTF-8: the indexer's extractor says why it cannot be read
-        await _publish_upload(js, path, data, media_type, options)
+        await _publish_upload(buckets, path, data, media_type, options)
     return media_type
 
 
@@ -159,9 +171,9 @@ async def ingest_files(nats_url: str, paths: list[Path], options: IngestOptions)
     nc = await connect(nats_url, name="cortex-cli")
     published = 0
     try:
-        js = nc.jetstream()
+        buckets = Buckets(nc.jetstream())
         for path in tqdm(paths, unit="file", disable=len(paths) < 10):
-            await ingest_file(js, path, options)
+            await ingest_file(buckets, path, options)
             published += 1
     finally:
         await nc.drain()
