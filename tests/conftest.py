@@ -20,6 +20,7 @@ from cortex_messaging.streams import ensure_streams
 from cortex_store.migrate import upgrade_async
 from cortex_store.models import MemberRole
 from tests.infrastructure import Infrastructure, infrastructure
+from tests.rerank_server import RerankServer, serving_reranker
 from tests.services import RunningServices, running_services
 
 
@@ -46,7 +47,18 @@ async def migrated(infra: Infrastructure) -> Infrastructure:
 
 
 @pytest.fixture(scope="session")
-async def services(migrated: Infrastructure, spans: InMemorySpanExporter) -> AsyncIterator[RunningServices]:
+def reranker() -> Iterator[RerankServer]:
+    """The rerank endpoint the services are configured with (CORTEX_RERANKER_BASE_URL), as a deployment
+    would set it: only organizations that choose the `http` reranker use it."""
+    with serving_reranker() as server, pytest.MonkeyPatch.context() as patch:
+        patch.setenv("CORTEX_RERANKER_BASE_URL", server.url)
+        yield server
+
+
+@pytest.fixture(scope="session")
+async def services(
+    migrated: Infrastructure, spans: InMemorySpanExporter, reranker: RerankServer
+) -> AsyncIterator[RunningServices]:
     async with running_services(migrated) as running:
         yield running
 

@@ -39,8 +39,8 @@ CATEGORIES = ["extractor", "chunker", "embedder", "vector_store", "reranker", "r
 class ReverseReranker:
     name = "reverse"
 
-    def rerank(self, query: str, passages: Sequence[str]) -> list[int]:
-        return list(reversed(range(len(passages))))
+    async def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        return [float(position) for position in range(len(passages))]  # the last passage first
 
     async def health(self) -> str | None:
         return None
@@ -221,7 +221,7 @@ async def test_plugins_use_validates_the_category_and_the_name(
 
     assert await cli(migrated, ["plugins", "use", "--org", plugin_org.slug, "reranker", "nope"]) == 1
     assert capsys.readouterr().err.strip() == (
-        "error: no reranker plugin named 'nope'; installed: exploding, gone, none, reverse"
+        "error: no reranker plugin named 'nope'; installed: exploding, gone, http, none, reverse"
     )
     # Nothing was stored by any of the refused choices.
     assert "orgChoice" not in (await listing(plugin_org))["reranker"]

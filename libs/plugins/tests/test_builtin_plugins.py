@@ -8,8 +8,10 @@ from cortex_contracts.plugins import SelectionReason
 from cortex_plugins import CATEGORIES, Category, PluginRegistry
 from cortex_plugins.builtins import local_embedder
 from cortex_plugins.builtins.extractive_summarizer import ExtractiveSummarizer, split_sentences, summarize
+from cortex_plugins.builtins.http_reranker import HttpReranker, HttpRerankerSettings, scores_of
 from cortex_plugins.builtins.hybrid_rag import HybridRag
 from cortex_plugins.builtins.identity_reranker import IdentityReranker
+from cortex_plugins.rerankers import RerankFailed
 
 
 @pytest.mark.parametrize("category", [c for c in CATEGORIES if c.selectable and c.name != "vector_store"])
@@ -31,8 +33,9 @@ def test_the_extractors_are_listed_as_plugins_too() -> None:
     assert {"markdown", "plain-text", "html", "pdf", "docx", "xlsx", "pptx"} <= names
 
 
-def test_the_identity_reranker_keeps_the_order() -> None:
-    assert IdentityReranker().rerank("q", ["a", "b", "c"]) == [0, 1, 2]
+async def test_the_identity_reranker_keeps_the_order() -> None:
+    scores = await IdentityReranker().rerank("q", ["a", "b", "c"])
+    assert sorted(range(3), key=lambda i: -scores[i]) == [0, 1, 2]
 
 
 async def test_the_hybrid_rag_reports_what_ingest_reads() -> None:
@@ -91,3 +94,39 @@ def test_short_and_empty_texts() -> None:
     assert summarize("") == ""
     assert summarize("One sentence only.") == "One sentence only."
     assert ExtractiveSummarizer().summarize("A. B.", max_sentences=5) == "A. B."
+
+
+def test_a_rerank_answer_gives_each_passage_its_score() -> None:
+    answer = {
+        "results": [
+            {"index": 2, "relevance_score": 0.9},
+            {"index": 0, "relevance_score": 0.1},
+            {"index": 1, "relevance_score": 0},
+        ]
+    }
+    assert scores_of(answer, 3) == [0.1, 0.0, 0.9]
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        [],
+        {"results": None},
+        {"results": [{"index": 0, "relevance_score": 1.0}]},  # a passage left out
+        {"results": [{"index": 0, "relevance_score": 1.0}, {"index": 0, "relevance_score": 0.5}]},  # twice
+        {"results": [{"index": 0, "relevance_score": 1.0}, {"index": 2, "relevance_score": 0.5}]},  # out of range
+        {"results": [{"index": 0, "relevance_score": 1.0}, {"index": 1, "relevance_score": "high"}]},
+        {"results": [{"index": 0, "relevance_score": 1.0}, {"index": 1, "relevance_score": float("nan")}]},
+        {"results": [{"index": True, "relevance_score": 1.0}, {"index": 1, "relevance_score": 0.5}]},
+    ],
+)
+def test_a_rerank_answer_that_does_not_score_every_passage_once_is_refused(answer: object) -> None:
+    with pytest.raises((ValueError, TypeError)):
+        scores_of(answer, 2)
+
+
+async def test_the_http_reranker_without_an_endpoint_fails_and_says_so() -> None:
+    reranker = HttpReranker(HttpRerankerSettings(base_url=None))
+    assert await reranker.health() == "CORTEX_RERANKER_BASE_URL is not set"
+    with pytest.raises(RerankFailed, match="CORTEX_RERANKER_BASE_URL"):
+        await reranker.rerank("q", ["a"])

@@ -16,6 +16,7 @@ from cortex_aggregator.handlers import rpc_handler
 from cortex_aggregator.lexical_indexes import LexicalIndexes
 from cortex_aggregator.query_embedding import QueryEmbedding
 from cortex_aggregator.recall import RecallContext, entry_exists, recall
+from cortex_aggregator.rerank import OrgRerankers
 from cortex_aggregator.settings import AggregatorSettings
 from cortex_aggregator.stats import stats
 from cortex_contracts import memory
@@ -53,6 +54,7 @@ class Aggregator:
     embedder: BatchingEmbedder | None = None
     agent_memory: list[memory.AgentMemoryReader] = field(default_factory=list)  # external `memory` readers
     vectors: VectorStore | None = None  # a vector store of its own (Qdrant); None: pgvector
+    rerankers: OrgRerankers | None = None  # each organization's reranker; None: searches are not reranked
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 
@@ -93,6 +95,7 @@ class Aggregator:
                 ),
                 indexes=indexes,
                 vectors=self.vectors,
+                rerankers=self.rerankers,
                 lexical=LexicalIndexes(
                     sessions,
                     settings.lexical_index_max_organizations,
@@ -156,6 +159,8 @@ class Aggregator:
                 await reader.aclose()
             if self.vectors:
                 await self.vectors.close()
+            if self.rerankers:
+                await self.rerankers.aclose()
             await engine.dispose()
 
 
@@ -183,4 +188,7 @@ def build(settings: AggregatorSettings | None = None) -> Aggregator:
         embedder=embedder,
         agent_memory=agent_memory,
         vectors=store_of_its_own(registry.active("vector_store")),
+        rerankers=OrgRerankers(
+            registry, candidates=settings.rerank_candidates, timeout_seconds=settings.rerank_timeout_seconds
+        ),
     )

@@ -20,6 +20,7 @@ from cortex_aggregator.filters import DocumentFilter, document_filter
 from cortex_aggregator.fusion import reciprocal_rank_fusion
 from cortex_aggregator.lexical_indexes import LexicalIndexes
 from cortex_aggregator.query_vector import EmbedQuery, QueryVector, abandoned_if_unused, resolved, start_embedding
+from cortex_aggregator.rerank import OrgRerankers, passage_text
 from cortex_aggregator.store_dense import store_dense_hits
 from cortex_contracts.memory_item import MemoryItem
 from cortex_contracts.rpc import FeedPage, FeedRequest, RetrievalMode, Sort
@@ -51,6 +52,7 @@ class FeedContext:
     dense_plan: DensePlan = field(default_factory=DensePlan)
     corpus_stats: CorpusStats = field(default_factory=CorpusStats)
     lexical: LexicalIndexes | None = None  # BM25 in memory for searches without filters; None: in SQL
+    rerankers: OrgRerankers | None = None  # None: no search is reranked
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,10 @@ async def _ranked_page(
     offset: int,
 ) -> FeedPage:
     org, config = request.organization_id, ctx.config
+    rerankers, reranker = ctx.rerankers, None
     async with _search_transaction(ctx.sessions, org, where) as session:
+        if rerankers is not None and request.sort is not Sort.UPDATED and offset < rerankers.candidates:
+            reranker = await rerankers.of(session, org)  # a page beyond the reranked head keeps its order
         legs = await _legs(ctx, session, request, where, query_vector, depth)
         lexical, dense = legs.lexical, legs.dense
         fused = reciprocal_rank_fusion(
@@ -231,9 +236,15 @@ async def _ranked_page(
             scores = dict(fused)
             ordered = sorted(rows.values(), key=lambda row: (row.updated_at, row.id), reverse=True)
             fused = [(row.id, scores[row.id]) for row in ordered]
-        window = fused[offset : offset + request.limit]
-        picks = [(doc, best_chunk[doc]) for doc, _ in window]
+        head = fused[: rerankers.candidates] if reranker is not None and rerankers is not None else []
+        # The head's rows, to rerank it, and the page's, wherever the head's new order puts it.
+        wanted = fused[: max(len(head), offset + request.limit)] if head else fused[offset : offset + request.limit]
+        picks = [(doc, best_chunk[doc]) for doc, _ in wanted]
         rows = await items.rows_with_passages(session, org, picks, legs.weights)
+    if head and reranker is not None and rerankers is not None:  # outside the transaction: it may take a while
+        texts = [passage_text(rows.get(doc)) for doc, _ in head]
+        fused = await rerankers.reorder(reranker, request.q or "", head, texts) + fused[len(head) :]
+    window = fused[offset : offset + request.limit]
     page: list[MemoryItem] = [
         items.to_item(rows[doc], items.shorten(rows[doc].passage or ""), score) for doc, score in window if doc in rows
     ]

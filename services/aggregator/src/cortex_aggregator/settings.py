@@ -50,6 +50,15 @@ class AggregatorSettings(BaseSettings):
         le=1,
         description="Recall: relevance = share x BM25/max BM25 + (1 - share) x cosine (a convex score fusion).",
     )
+    rerank_candidates: int = Field(
+        default=20,
+        ge=1,
+        le=200,
+        description="With a reranker other than `none`: how many of a search's best fused documents it reorders.",
+    )
+    rerank_timeout_seconds: float = Field(
+        default=1.0, gt=0, description="A search waits this long for the reranker, then keeps the fused order."
+    )
     exact_scan_max_chunks: int = Field(
         default=5_000,
         ge=0,

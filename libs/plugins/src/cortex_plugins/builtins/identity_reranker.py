@@ -1,14 +1,16 @@
-"""reranker `none` (the default): keeps the fused order as it is."""
+"""reranker `none` (the default): keeps the fused order as it is. Searches skip it altogether."""
 
 from collections.abc import Sequence
 
+NAME = "none"
+
 
 class IdentityReranker:
-    name = "none"
+    name = NAME
 
-    def rerank(self, query: str, passages: Sequence[str]) -> list[int]:
-        """Indexes of `passages`, best first: here, the order they came in."""
-        return list(range(len(passages)))
+    async def rerank(self, query: str, passages: Sequence[str]) -> list[float]:
+        """Scores that keep the order the passages came in."""
+        return [float(len(passages) - position) for position in range(len(passages))]
 
 
 def create() -> IdentityReranker:

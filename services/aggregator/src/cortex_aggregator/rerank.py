@@ -1,0 +1,101 @@
+"""A search's best documents reordered by the organization's reranker, best effort.
+
+The reranker is the plugin cascade's choice for the organization: `CORTEX_PLUGIN_RERANKER`, else the
+organization's `cortex plugins use --org … reranker NAME`, else `none`; a choice is seen within
+`refresh_seconds`. With `none` nothing happens. Otherwise the first `candidates` fused documents are
+scored on their title and best passage and put in the reranker's order; the documents after them keep
+the fused order, so later pages follow on. A reranker that fails, answers late or answers nonsense leaves
+the fused order: the search still answers, and the failure is logged and counted
+(`cortex.aggregator.rerank.failures`).
+"""
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Sequence
+from typing import Protocol
+
+from opentelemetry import metrics
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from cortex_aggregator.expiring_lru import ExpiringLru
+from cortex_plugins import PluginRegistry
+from cortex_plugins.builtins.identity_reranker import NAME as IDENTITY
+from cortex_plugins.choices import org_choices
+from cortex_plugins.errors import PluginUnavailable
+from cortex_plugins.rerankers import Reranker
+
+log = logging.getLogger(__name__)
+
+CATEGORY = "reranker"
+MAX_ORGANIZATIONS = 1024
+
+
+class Row(Protocol):
+    title: str
+    passage: str | None
+
+
+def passage_text(row: Row | None) -> str:
+    """What the reranker reads of a document: its title and the passage the search picked."""
+    return "" if row is None else f"{row.title}\n{row.passage or ''}"
+
+
+class OrgRerankers:
+    def __init__(
+        self, registry: PluginRegistry, *, candidates: int, timeout_seconds: float, refresh_seconds: float = 5.0
+    ) -> None:
+        self.candidates = candidates
+        self._registry = registry
+        self._timeout = timeout_seconds
+        self._chosen: ExpiringLru[uuid.UUID, tuple[Reranker | None]] = ExpiringLru(refresh_seconds, MAX_ORGANIZATIONS)
+        self._failures = metrics.get_meter("cortex_aggregator").create_counter(
+            "cortex.aggregator.rerank.failures", description="Searches whose reranker failed: fused order kept"
+        )
+
+    async def of(self, session: AsyncSession, organization_id: uuid.UUID) -> Reranker | None:
+        """The organization's reranker; None for `none`. `session` is bound to the organization."""
+        known = self._chosen.get(organization_id)
+        if known is None:
+            known = (await self._resolve(session, organization_id),)
+            self._chosen.put(organization_id, known)
+        return known[0]
+
+    async def _resolve(self, session: AsyncSession, organization_id: uuid.UUID) -> Reranker | None:
+        pinned = self._registry.pin(CATEGORY) is not None
+        choice = None if pinned else (await org_choices(session, organization_id)).get(CATEGORY)
+        try:
+            plugin = self._registry.active(CATEGORY, choice)
+        except PluginUnavailable as exc:
+            log.warning("no reranker for organization %s: %s", organization_id, exc)
+            return None
+        if not isinstance(plugin, Reranker) or plugin.name == IDENTITY:
+            return None
+        return plugin
+
+    async def aclose(self) -> None:
+        """Close the reranker plugins this process loaded (an HTTP reranker's connections)."""
+        for loaded in self._registry.plugins(CATEGORY):
+            close = getattr(loaded.plugin, "aclose", None)
+            if loaded.loaded and close is not None:
+                await close()
+
+    async def reorder(
+        self, reranker: Reranker, query: str, head: Sequence[tuple[uuid.UUID, float]], texts: Sequence[str]
+    ) -> list[tuple[uuid.UUID, float]]:
+        """`head` in the reranker's order (ties keep their fused order); as it was when the reranker fails."""
+        try:
+            async with asyncio.timeout(self._timeout):
+                scores = _checked(await reranker.rerank(query, texts), len(head))
+        except Exception as exc:  # noqa: BLE001 - a plugin's failure, whatever it is, must not fail the search
+            self._failures.add(1, {"plugin": reranker.name, "error": type(exc).__name__})
+            log.warning("reranker %s failed, fused order kept: %s: %s", reranker.name, type(exc).__name__, exc)
+            return list(head)
+        order = sorted(range(len(head)), key=lambda i: -scores[i])
+        return [head[i] for i in order]
+
+
+def _checked(scores: Sequence[float], count: int) -> Sequence[float]:
+    if len(scores) != count:
+        raise ValueError(f"{len(scores)} scores for {count} passages")
+    return scores
