@@ -217,10 +217,11 @@ async def _ranked_page(
     offset: int,
 ) -> FeedPage:
     org, config = request.organization_id, ctx.config
-    rerankers, reranker = ctx.rerankers, None
+    rerankers, reranking = ctx.rerankers, None
     async with _search_transaction(ctx.sessions, org, where) as session:
+        # A page beyond the reranked head keeps its order: the head's new order does not reach it.
         if rerankers is not None and request.sort is not Sort.UPDATED and offset < rerankers.candidates:
-            reranker = await rerankers.of(session, org)  # a page beyond the reranked head keeps its order
+            reranking = await rerankers.of(session, org)
         legs = await _legs(ctx, session, request, where, query_vector, depth)
         lexical, dense = legs.lexical, legs.dense
         fused = reciprocal_rank_fusion(
@@ -236,14 +237,14 @@ async def _ranked_page(
             scores = dict(fused)
             ordered = sorted(rows.values(), key=lambda row: (row.updated_at, row.id), reverse=True)
             fused = [(row.id, scores[row.id]) for row in ordered]
-        head = fused[: rerankers.candidates] if reranker is not None and rerankers is not None else []
+        head = fused[: reranking.candidates] if reranking else []
         # The head's rows, to rerank it, and the page's, wherever the head's new order puts it.
         wanted = fused[: max(len(head), offset + request.limit)] if head else fused[offset : offset + request.limit]
         picks = [(doc, best_chunk[doc]) for doc, _ in wanted]
         rows = await items.rows_with_passages(session, org, picks, legs.weights)
-    if head and reranker is not None and rerankers is not None:  # outside the transaction: it may take a while
+    if reranking and head:  # outside the transaction: it may take a while
         texts = [passage_text(rows.get(doc)) for doc, _ in head]
-        fused = await rerankers.reorder(reranker, request.q or "", head, texts) + fused[len(head) :]
+        fused = await reranking.reorder(request.q or "", head, texts) + fused[len(head) :]
     window = fused[offset : offset + request.limit]
     page: list[MemoryItem] = [
         items.to_item(rows[doc], items.shorten(rows[doc].passage or ""), score) for doc, score in window if doc in rows

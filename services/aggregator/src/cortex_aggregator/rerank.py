@@ -13,9 +13,11 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from opentelemetry import metrics
+from opentelemetry.metrics import Counter
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from cortex_aggregator.expiring_lru import ExpiringLru
@@ -41,6 +43,31 @@ def passage_text(row: Row | None) -> str:
     return "" if row is None else f"{row.title}\n{row.passage or ''}"
 
 
+@dataclass(frozen=True)
+class Reranking:
+    """One organization's reranker, with what a search allows it."""
+
+    reranker: Reranker
+    candidates: int
+    timeout_seconds: float
+    failures: Counter
+
+    async def reorder(
+        self, query: str, head: Sequence[tuple[uuid.UUID, float]], texts: Sequence[str]
+    ) -> list[tuple[uuid.UUID, float]]:
+        """`head` in the reranker's order (ties keep their fused order); as it was when the reranker fails."""
+        name = self.reranker.name
+        try:
+            async with asyncio.timeout(self.timeout_seconds):
+                scores = _checked(await self.reranker.rerank(query, texts), len(head))
+        except Exception as exc:  # noqa: BLE001 - a plugin's failure, whatever it is, must not fail the search
+            self.failures.add(1, {"plugin": name, "error": type(exc).__name__})
+            log.warning("reranker %s failed, fused order kept: %s: %s", name, type(exc).__name__, exc)
+            return list(head)
+        order = sorted(range(len(head)), key=lambda i: -scores[i])
+        return [head[i] for i in order]
+
+
 class OrgRerankers:
     def __init__(
         self, registry: PluginRegistry, *, candidates: int, timeout_seconds: float, refresh_seconds: float = 5.0
@@ -48,20 +75,20 @@ class OrgRerankers:
         self.candidates = candidates
         self._registry = registry
         self._timeout = timeout_seconds
-        self._chosen: ExpiringLru[uuid.UUID, tuple[Reranker | None]] = ExpiringLru(refresh_seconds, MAX_ORGANIZATIONS)
+        self._chosen: ExpiringLru[uuid.UUID, tuple[Reranking | None]] = ExpiringLru(refresh_seconds, MAX_ORGANIZATIONS)
         self._failures = metrics.get_meter("cortex_aggregator").create_counter(
             "cortex.aggregator.rerank.failures", description="Searches whose reranker failed: fused order kept"
         )
 
-    async def of(self, session: AsyncSession, organization_id: uuid.UUID) -> Reranker | None:
-        """The organization's reranker; None for `none`. `session` is bound to the organization."""
+    async def of(self, session: AsyncSession, organization_id: uuid.UUID) -> Reranking | None:
+        """The organization's reranking; None for `none`. `session` is bound to the organization."""
         known = self._chosen.get(organization_id)
         if known is None:
             known = (await self._resolve(session, organization_id),)
             self._chosen.put(organization_id, known)
         return known[0]
 
-    async def _resolve(self, session: AsyncSession, organization_id: uuid.UUID) -> Reranker | None:
+    async def _resolve(self, session: AsyncSession, organization_id: uuid.UUID) -> Reranking | None:
         pinned = self._registry.pin(CATEGORY) is not None
         choice = None if pinned else (await org_choices(session, organization_id)).get(CATEGORY)
         try:
@@ -71,7 +98,7 @@ class OrgRerankers:
             return None
         if not isinstance(plugin, Reranker) or plugin.name == IDENTITY:
             return None
-        return plugin
+        return Reranking(plugin, self.candidates, self._timeout, self._failures)
 
     async def aclose(self) -> None:
         """Close the reranker plugins this process loaded (an HTTP reranker's connections)."""
@@ -79,20 +106,6 @@ class OrgRerankers:
             close = getattr(loaded.plugin, "aclose", None)
             if loaded.loaded and close is not None:
                 await close()
-
-    async def reorder(
-        self, reranker: Reranker, query: str, head: Sequence[tuple[uuid.UUID, float]], texts: Sequence[str]
-    ) -> list[tuple[uuid.UUID, float]]:
-        """`head` in the reranker's order (ties keep their fused order); as it was when the reranker fails."""
-        try:
-            async with asyncio.timeout(self._timeout):
-                scores = _checked(await reranker.rerank(query, texts), len(head))
-        except Exception as exc:  # noqa: BLE001 - a plugin's failure, whatever it is, must not fail the search
-            self._failures.add(1, {"plugin": reranker.name, "error": type(exc).__name__})
-            log.warning("reranker %s failed, fused order kept: %s: %s", reranker.name, type(exc).__name__, exc)
-            return list(head)
-        order = sorted(range(len(head)), key=lambda i: -scores[i])
-        return [head[i] for i in order]
 
 
 def _checked(scores: Sequence[float], count: int) -> Sequence[float]:
