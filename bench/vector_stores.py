@@ -11,13 +11,15 @@ CORTEX_QDRANT_URL is set, into a fresh collection on that server (dropped afterw
 store, `--requests` searches (k=30, like the dense leg's depth for a first page) from `--concurrency`
 asyncio clients in this one process, each query a perturbed stored vector of the organization it
 searches: half against the big organization, half against the small ones. Each answer is scored
-against the organization's exact 30 nearest chunks (recall@30). pgvector runs as the services run it
-— as `cortex_app`, under row-level security, through `PgVectorStore` with its default exact-scan
-threshold (20,000 candidate chunks).
+against the organization's exact 30 nearest chunks (recall@30). pgvector runs through `PgVectorStore`, the
+`vector_store` plugin's own search (the one the retrieval test suite runs against both stores), as
+`cortex_app` under row-level security, with its default exact-scan threshold (20,000 candidate chunks).
+The services' dense leg on pgvector is not this: it is SQL in the aggregator (ef_search 150, exact
+below 5,000 candidates), measured within whole searches by bench/search.
 
 The vectors are synthetic: 64 topic centres plus noise, renormalized, 384 dimensions. Such vectors
-are harder for an HNSW walk than real embeddings (no low-dimensional structure), so the recall here
-is a floor.
+leave an HNSW walk little structure to follow: recall on them compares the stores, it does not predict
+recall on real embeddings.
 
 Local-mode Qdrant searches by brute force in Python on the event loop, so its 4 clients queue behind
 each other (~2 s a search at 100k: `--skip qdrant-local` leaves it out); its figures are for what
