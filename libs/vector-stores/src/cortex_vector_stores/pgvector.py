@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_contracts.vector_store import VectorChunk, VectorHit
 from cortex_store.tenancy import org_transaction
+from cortex_store.vector_text import vector_literal
 from cortex_vector_stores.settings import PgVectorSettings
 
 HNSW_EF_SEARCH_MAX = 1000  # pgvector's upper bound
@@ -39,10 +40,6 @@ _CLEAR_OTHERS = text(
     "UPDATE kb_chunks SET embedding = NULL"
     " WHERE document_id = :doc AND organization_id = :org AND id <> ALL(CAST(:ids AS bigint[]))"
 )
-
-
-def vector_literal(vector: Sequence[float]) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
 
 
 def _restrict(work_ids: frozenset[uuid.UUID] | None, document_ids: frozenset[uuid.UUID] | None) -> str:

@@ -32,6 +32,7 @@ from cortex_contracts.memory import (
     RecallRequest,
 )
 from cortex_store.tenancy import org_transaction
+from cortex_store.vector_text import vector_literal
 
 CANDIDATES = 100  # per leg; on locomo-dev 50 or every entry in scope gave the same recall@10
 BM25_K1 = 1.2
@@ -141,7 +142,7 @@ async def _ranked_entries(
             )
         }
         vector = await resolved(query_vector)  # embedded while the lexical leg ran
-        qvec = None if vector is None else "[" + ",".join(f"{x:.7g}" for x in vector) + "]"
+        qvec = None if vector is None else vector_literal(vector)
         dense: list[Any] = []
         if qvec is not None:
             dense = [

@@ -13,6 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from cortex_aggregator.corpus_stats import Corpus
 from cortex_aggregator.filters import DocumentFilter
 from cortex_store import records
+from cortex_store.vector_text import vector_literal
 
 # The first pages' need (k = 3 x feed.CANDIDATES_PER_LEG), set per connection: no statement.
 HNSW_EF_SEARCH = 150
@@ -125,7 +126,7 @@ def _lexical_params(org: uuid.UUID, q: str, where: DocumentFilter, n: int, corpu
 
 
 def _dense_params(org: uuid.UUID, vector: list[float], where: DocumentFilter, n: int) -> dict[str, Any]:
-    return {"org": org, "qvec": "[" + ",".join(f"{x:.7g}" for x in vector) + "]", "k": n * 3, "n": n, **where.params}
+    return {"org": org, "qvec": vector_literal(vector), "k": n * 3, "n": n, **where.params}
 
 
 async def lexical_hits(

@@ -15,7 +15,6 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +29,7 @@ from cortex_indexer.chunking import Chunk
 from cortex_indexer.embedding_space import EmbeddingSpace
 from cortex_indexer.vector_mirror import mirror_document
 from cortex_store.tenancy import org_transaction
+from cortex_store.vector_text import vector_literal
 
 log = logging.getLogger(__name__)
 
@@ -59,10 +59,6 @@ UPDATE memory_entry m SET embedding = CAST(u.vector AS vector)
 FROM unnest(CAST(:ids AS uuid[]), CAST(:vectors AS text[])) AS u(id, vector)
 WHERE m.id = u.id AND m.embedding IS NULL
 """)
-
-
-def vector_literal(values: Sequence[float]) -> str:
-    return "[" + ",".join(f"{x:.7g}" for x in values) + "]"
 
 
 @dataclass

@@ -16,6 +16,7 @@ from cortex_indexer.indexing import IndexingContext, UnknownOrganization
 from cortex_indexer.tenant_guard import refuse_cross_tenant_writes
 from cortex_messaging.delivery import Delivery, PoisonMessage
 from cortex_store.tenancy import bind_organization
+from cortex_store.vector_text import vector_literal
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,7 @@ def embedding_input(entry: EntryRemembered) -> str:
 
 
 def _vector(values: list[float] | None) -> str | None:
-    return None if values is None else "[" + ",".join(f"{x:.7g}" for x in values) + "]"
+    return None if values is None else vector_literal(values)
 
 
 async def _embed(ctx: IndexingContext, source_text: str) -> list[float] | None:
