@@ -1,16 +1,16 @@
 """An identity provider for RS256 tests: RSA keys, a JWKS document served on loopback, signed tokens."""
 
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
+
+from tests.json_http import JsonHandler, serving
 
 ISSUER = "https://idp.test"
 AUDIENCE = "cortex"
@@ -42,25 +42,10 @@ def rs256_token(
 @contextmanager
 def serving_jwks(keys: list[dict[str, Any]]) -> Iterator[str]:
     """Serve `{"keys": keys}` on a free loopback port in a thread; yields the JWKS URL."""
-    document = json.dumps({"keys": keys}).encode()
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(document)))
-            self.end_headers()
-            self.wfile.write(document)
+    class Handler(JsonHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server names them
+            self.send_json(200, {"keys": keys})
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 — the base class's name
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, name="jwks", daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/.well-known/jwks.json"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    with serving(Handler, "jwks") as root:
+        yield f"{root}/.well-known/jwks.json"

@@ -1,18 +1,16 @@
 """A local HTTP server that answers like mem0's REST API (`POST /search`, `GET /memories`) — or fails
 the way a real one can: slow, 404 on listing, 500. Runs in a thread on a free loopback port."""
 
-import json
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from cortex_embedded_servers import free_port
+from tests.json_http import JsonHandler, serving
 
 
 class Behaviour(StrEnum):
@@ -59,20 +57,13 @@ def unused_url() -> str:
 def serving_mem0(behaviour: Behaviour = Behaviour.NORMAL, delay: float = 3.0) -> Iterator[Mem0Server]:
     state = Mem0Server(url="", behaviour=behaviour, delay=delay)
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         def _answer(self, status: int, body: Any) -> None:
             if state.behaviour is Behaviour.SLOW:
                 time.sleep(state.delay)
-            data = json.dumps(body).encode()
-            # A client that gave up waiting (as it should, when slow) has closed the connection.
-            with suppress(BrokenPipeError, ConnectionResetError):
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+            self.send_json(status, body)
 
-        def do_GET(self) -> None:
+        def do_GET(self) -> None:  # noqa: N802 - http.server names them
             url = urlsplit(self.path)
             params = {k: v[0] for k, v in parse_qs(url.query).items()}
             state.requests.append(("GET", url.path, params))
@@ -85,8 +76,8 @@ def serving_mem0(behaviour: Behaviour = Behaviour.NORMAL, delay: float = 3.0) ->
             else:
                 self._answer(200, {"results": state.matching(params)})
 
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+        def do_POST(self) -> None:  # noqa: N802 - http.server names them
+            body = self.read_json()
             state.requests.append(("POST", self.path, body))
             if state.behaviour is Behaviour.ERROR_500:
                 self._answer(500, {"detail": "boom"})
@@ -101,16 +92,6 @@ def serving_mem0(behaviour: Behaviour = Behaviour.NORMAL, delay: float = 3.0) ->
                 hits = sorted((h for h in hits if h["score"] > 0), key=lambda h: -h["score"])
                 self._answer(200, {"results": hits[: int(body.get("limit", 100))]})
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 — the base class's name
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, name="mem0", daemon=True)
-    thread.start()
-    try:
+    with serving(Handler, "mem0") as root:
+        state.url = root
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()

@@ -4,15 +4,14 @@ way a real one can: slow, 500, an answer that misses passages. Runs in a thread 
 Its "model" scores a passage by how often the `favourite` word occurs in it, so a test knows the order
 a reranked search must come back in."""
 
-import json
-import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from enum import StrEnum
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from tests.json_http import JsonHandler, serving
 
 
 class Behaviour(StrEnum):
@@ -42,20 +41,14 @@ class RerankServer:
 def serving_reranker() -> Iterator[RerankServer]:
     state = RerankServer(url="")
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(JsonHandler):
         def _answer(self, status: int, body: Any) -> None:
             if state.behaviour is Behaviour.SLOW:
                 time.sleep(state.delay)
-            data = json.dumps(body).encode()
-            with suppress(BrokenPipeError, ConnectionResetError):  # a client that stopped waiting
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+            self.send_json(status, body)
 
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+        def do_POST(self) -> None:  # noqa: N802 - http.server names them
+            body = self.read_json()
             state.requests.append(body)
             if self.path != "/v1/rerank":
                 self._answer(404, {"detail": "Not Found"})
@@ -64,16 +57,6 @@ def serving_reranker() -> Iterator[RerankServer]:
             else:
                 self._answer(200, {"results": state.scores(list(body["documents"]))})
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 — the base class's name
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, name="rerank", daemon=True)
-    thread.start()
-    try:
+    with serving(Handler, "rerank") as root:
+        state.url = f"{root}/v1"
         yield state
-    finally:
-        server.shutdown()
-        server.server_close()
