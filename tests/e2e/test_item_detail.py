@@ -13,12 +13,16 @@ from nats.js import JetStreamContext
 from nats.js.api import ObjectStoreConfig
 from nats.js.errors import BucketNotFoundError
 
+from cortex_aggregator import items
+from cortex_aggregator.detail import item_detail
 from cortex_contracts import subjects
 from cortex_contracts.catalog import CatalogEntity
 from cortex_contracts.envelope import Envelope, new_envelope
+from cortex_contracts.rpc import ItemRequest
 from cortex_contracts.uploads import TYPE_UPLOAD_CREATED
 from cortex_indexer.uploads import document_id_for
 from cortex_messaging.publisher import publish_event
+from cortex_store.database import make_engine, make_sessionmaker
 from tests.catalog_events import publish_catalog
 from tests.conftest import Org, OrgFactory
 from tests.events import IndexedWatcher, delete_event, publish_delete, publish_upsert, upsert_event
@@ -246,3 +250,30 @@ async def test_citations_both_ways_stay_inside_the_organization(
     )
     assert [ref["id"] for ref in (await detail(a, citing))["cites"]] == [str(cited)]
     assert (await detail(a, also_cited))["citedBy"] == []
+
+
+async def test_detail_reads_one_version_even_when_a_newer_one_commits_while_it_reads(
+    org: Org, js: JetStreamContext, nats_client: NATS, migrated: Infrastructure, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The detail's title comes from one statement, its body and version from another: the indexer commits
+    version 2 between them here, and the detail must still be all version 1 (or all version 2)."""
+    doc_id = uuid.uuid4()
+    await index(js, nats_client, org, upsert_event(org.id, doc_id, title="Draft", body="The first text.", version=1))
+    read_rows = items.rows_by_id
+
+    async def rows_then_version_2_commits(*args: Any, **kwargs: Any) -> Any:
+        rows = await read_rows(*args, **kwargs)
+        await index(js, nats_client, org, upsert_event(org.id, doc_id, title="Final", body="The last text.", version=2))
+        return rows
+
+    # (the session's aggregator runs in this process: the patch is undone before it answers over HTTP)
+    monkeypatch.setattr(items, "rows_by_id", rows_then_version_2_commits)
+    engine = make_engine(migrated.app_database_url)
+    try:
+        found = await item_detail(make_sessionmaker(engine), ItemRequest(organization_id=org.id, document_id=doc_id))
+    finally:
+        await engine.dispose()
+        monkeypatch.undo()
+
+    assert (found.item.title, found.body, found.version) == ("Draft", "The first text.", 1)
+    assert (await detail(org, doc_id))["version"] == 2  # it did commit meanwhile

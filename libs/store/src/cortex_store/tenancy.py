@@ -16,6 +16,11 @@ ORG_SETTING = "cortex.organization_id"
 APP_ROLE = "cortex_app"
 
 
+# Under READ COMMITTED every statement sees the commits made before it started: two statements of one
+# transaction can read a document before and after the indexer writes it.
+ONE_SNAPSHOT = text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+
+
 async def bind_organization(session: AsyncSession, organization_id: uuid.UUID) -> None:
     await session.execute(text(f"SELECT set_config('{ORG_SETTING}', :org, true)"), {"org": str(organization_id)})
 
@@ -24,9 +29,16 @@ async def bind_organization(session: AsyncSession, organization_id: uuid.UUID) -
 async def org_transaction(
     sessions: async_sessionmaker[AsyncSession],
     organization_id: uuid.UUID,
+    *,
+    one_snapshot: bool = False,
 ) -> AsyncIterator[AsyncSession]:
-    """One transaction that sees and writes only `organization_id`'s rows; commits on success."""
+    """One transaction that sees and writes only `organization_id`'s rows; commits on success.
+
+    `one_snapshot`: a read-only transaction whose statements all read the same committed state, for a
+    reply assembled from several statements that must agree with one another."""
     async with sessions() as session, session.begin():
+        if one_snapshot:
+            await session.execute(ONE_SNAPSHOT)  # before any other statement, as PostgreSQL requires
         await bind_organization(session, organization_id)
         yield session
 

@@ -42,7 +42,9 @@ def _refs(rows: Any) -> list[Ref]:
 
 async def item_detail(sessions: async_sessionmaker[AsyncSession], request: ItemRequest) -> ItemDetail:
     org, doc_id = request.organization_id, request.document_id
-    async with org_transaction(sessions, org) as session:
+    # One snapshot: the title and the body, status and version are read by different statements, and a
+    # new version committed between them would otherwise show half old, half new.
+    async with org_transaction(sessions, org, one_snapshot=True) as session:
         rows = await items.rows_by_id(session, org, [doc_id])
         document = (await session.execute(DOCUMENT, {"org": org, "id": doc_id})).first()
         if doc_id not in rows or document is None:
