@@ -17,8 +17,9 @@ APP_ROLE = "cortex_app"
 
 
 # Under READ COMMITTED every statement sees the commits made before it started: two statements of one
-# transaction can read a document before and after the indexer writes it.
-ONE_SNAPSHOT = text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+# transaction can read a document before and after the indexer writes it. With these execution options
+# the transaction begins REPEATABLE READ, READ ONLY (no extra statement); the pool resets them on return.
+ONE_SNAPSHOT: dict[str, object] = {"isolation_level": "REPEATABLE READ", "postgresql_readonly": True}
 
 
 async def bind_organization(session: AsyncSession, organization_id: uuid.UUID) -> None:
@@ -38,7 +39,7 @@ async def org_transaction(
     reply assembled from several statements that must agree with one another."""
     async with sessions() as session, session.begin():
         if one_snapshot:
-            await session.execute(ONE_SNAPSHOT)  # before any other statement, as PostgreSQL requires
+            await session.connection(execution_options=ONE_SNAPSHOT)
         await bind_organization(session, organization_id)
         yield session
 

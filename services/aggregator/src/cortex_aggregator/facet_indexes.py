@@ -36,7 +36,7 @@ from cortex_aggregator.facet_catalog import CATALOG_SQL, catalog_from_rows
 from cortex_aggregator.facet_index import OrgIndex
 from cortex_aggregator.lru import entry_of
 from cortex_store.database import driver_connection
-from cortex_store.tenancy import ORG_SETTING
+from cortex_store.tenancy import ONE_SNAPSHOT, ORG_SETTING
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ async def snapshot_transaction(
     snapshot is taken by the first query, so a caller can open the transaction, then wait for its
     turn, and still read as of the moment its turn came."""
     async with sessions() as session, session.begin():
-        await session.connection(execution_options={"isolation_level": "REPEATABLE READ", "postgresql_readonly": True})
+        await session.connection(execution_options=ONE_SNAPSHOT)
         await session.execute(text(f"SET LOCAL {ORG_SETTING} = '{uuid.UUID(str(organization_id))}'"))
         yield session
 
