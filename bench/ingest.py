@@ -87,14 +87,16 @@ def markdown_events(documents: list[Document]) -> Workload:
     """`kb.<org>.document.upserted` events with the body inline, as an upstream KB service publishes them."""
 
     def prepare(member: Member) -> tuple[list[Document], Publish]:
-        events = [upsert_event(member.org_id, doc) for doc in documents]
+        # Ids of this organization's own: a document id belongs to one organization (each round has its own).
+        own = [Document(uuid.uuid5(member.org_id, str(doc.id)), doc.title, doc.body) for doc in documents]
+        events = [upsert_event(member.org_id, doc) for doc in own]
         subject = subjects.kb_document_upserted(member.org_id)
 
         async def publish(js: JetStreamContext) -> None:
             for event in events:
                 await publish_event(js, subject, event)
 
-        return documents, publish
+        return own, publish
 
     return prepare
 
