@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -247,8 +248,14 @@ async def _ranked_page(
         fused = await reranking.reorder(request.q or "", head, texts) + fused[len(head) :]
     window = fused[offset : offset + request.limit]
     page: list[MemoryItem] = [
-        items.to_item(rows[doc], items.shorten(rows[doc].passage or ""), score) for doc, score in window if doc in rows
+        items.to_item(rows[doc], _snippet(rows[doc]), score) for doc, score in window if doc in rows
     ]
     has_more = len(fused) > offset + request.limit and offset + request.limit < MAX_SEARCH_DEPTH
     next_cursor = ctx.cursors.encode({"k": _query_key(request), "o": offset + request.limit}) if has_more else None
     return FeedPage(items=page, next_cursor=next_cursor)
+
+
+def _snippet(row: Any) -> str:
+    """The passage the legs matched; the start of the body when that passage is gone: the document was
+    re-indexed between the legs and the page's rows, whose one statement gives its new title and body."""
+    return items.shorten(row.passage or row.body_head or "")
