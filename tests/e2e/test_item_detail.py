@@ -256,7 +256,7 @@ async def test_detail_reads_one_version_even_when_a_newer_one_commits_while_it_r
     org: Org, js: JetStreamContext, nats_client: NATS, migrated: Infrastructure, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The detail's title comes from one statement, its body and version from another: the indexer commits
-    version 2 between them here, and the detail must still be all version 1 (or all version 2)."""
+    version 2 between them here, and the detail must still be all version 1, as of its one snapshot."""
     doc_id = uuid.uuid4()
     await index(js, nats_client, org, upsert_event(org.id, doc_id, title="Draft", body="The first text.", version=1))
     read_rows = items.rows_by_id
