@@ -175,3 +175,11 @@ async def test_health_and_readiness(anonymous: httpx.AsyncClient) -> None:
     assert (health.status_code, health.json()) == (200, {"status": "ok"})
     assert ready.status_code == 200
     assert ready.json() == {"status": "ready", "checks": {"nats": True, "postgres": True}}
+
+
+async def test_health_and_readiness_answer_head_probes(anonymous: httpx.AsyncClient) -> None:
+    health = await anonymous.head("/healthz")
+    ready = await anonymous.head("/readyz")
+
+    assert (health.status_code, health.content) == (200, b"")
+    assert (ready.status_code, ready.content) == (200, b"")
