@@ -83,6 +83,18 @@ class IndexedWatcher:
         return sum(1 for e in self.seen if e["documentId"] == str(document_id) and e["version"] == version)
 
 
+async def upsert_and_wait(js: JetStreamContext, nats_client: NATS, org_id: uuid.UUID, *events: Envelope) -> None:
+    """Publish the upserts and wait until the indexer has reported each one indexed."""
+    watcher = await IndexedWatcher().start(nats_client, org_id)
+    try:
+        for event in events:
+            await publish_upsert(js, event)
+        for event in events:
+            await watcher.wait_for(uuid.UUID(event.data["documentId"]), event.data["version"])
+    finally:
+        await watcher.stop()
+
+
 async def search_ids(client: httpx.AsyncClient, q: str | None = None, limit: int = 50) -> list[str]:
     params: dict[str, Any] = {"limit": limit}
     if q is not None:

@@ -25,7 +25,7 @@ from cortex_messaging.publisher import publish_event
 from cortex_store.database import make_engine, make_sessionmaker
 from tests.catalog_events import publish_catalog
 from tests.conftest import Org, OrgFactory
-from tests.events import IndexedWatcher, delete_event, publish_delete, publish_upsert, upsert_event
+from tests.events import IndexedWatcher, delete_event, publish_delete, upsert_and_wait, upsert_event
 from tests.infrastructure import Infrastructure
 from tests.processed import CATALOG_CONSUMER, wait_processed
 
@@ -35,14 +35,7 @@ UPLOAD_BUCKET = "cortex-uploads"
 
 
 async def index(js: JetStreamContext, nats_client: NATS, org: Org, *events: Envelope) -> None:
-    watcher = await IndexedWatcher().start(nats_client, org.id)
-    try:
-        for event in events:
-            await publish_upsert(js, event)
-        for event in events:
-            await watcher.wait_for(uuid.UUID(event.data["documentId"]), event.data["version"])
-    finally:
-        await watcher.stop()
+    await upsert_and_wait(js, nats_client, org.id, *events)
 
 
 async def detail(org: Org, doc_id: uuid.UUID) -> dict[str, Any]:

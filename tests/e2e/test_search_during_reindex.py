@@ -9,18 +9,14 @@ from nats.js import JetStreamContext
 
 from cortex_aggregator import items
 from tests.conftest import Org
-from tests.events import IndexedWatcher, publish_upsert, upsert_event
+from tests.events import upsert_and_wait, upsert_event
 
 pytestmark = pytest.mark.e2e
 
 
 async def index(js: JetStreamContext, nats_client: NATS, org: Org, doc_id: uuid.UUID, version: int, text: str) -> None:
-    watcher = await IndexedWatcher().start(nats_client, org.id)
-    try:
-        await publish_upsert(js, upsert_event(org.id, doc_id, title=f"Version {version}", body=text, version=version))
-        await watcher.wait_for(doc_id, version)
-    finally:
-        await watcher.stop()
+    event = upsert_event(org.id, doc_id, title=f"Version {version}", body=text, version=version)
+    await upsert_and_wait(js, nats_client, org.id, event)
 
 
 async def test_a_document_reindexed_mid_search_shows_its_new_title_with_its_new_text(
