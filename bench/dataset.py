@@ -29,6 +29,7 @@ from pgvector.asyncpg import register_vector
 
 from bench.corpus import TextGenerator
 from cortex_indexer.chunking import chunk_document
+from cortex_indexer.settings import IndexerSettings
 
 COPY_BATCH = 5000
 DOCUMENT_COLUMNS = (
@@ -68,10 +69,15 @@ COUNT_STAGED_TOKENS = (
     f"UPDATE {STAGING} SET token_count = coalesce((SELECT sum(array_length(u.positions, 1)) FROM unnest({{tsv}}) u), 0)"
 )
 STAGED_DOCUMENT_TOKENS = f"SELECT document_id, sum(token_count)::int AS tokens FROM {STAGING} GROUP BY document_id"
+# `in_ann` as cortex_index_document writes it (migration 0014): the organization's flag.
 MOVE_STAGED_CHUNKS = f"""
-INSERT INTO kb_chunks ({", ".join(CHUNK_COLUMNS)}, token_count)
-SELECT {", ".join(CHUNK_COLUMNS)}, token_count FROM {STAGING}
+INSERT INTO kb_chunks ({", ".join(CHUNK_COLUMNS)}, token_count, in_ann)
+SELECT {", ".join(f"s.{column}" for column in CHUNK_COLUMNS)}, s.token_count, o.ann_indexed
+FROM {STAGING} s JOIN organizations o ON o.id = s.organization_id
 """
+# What the indexer's admission pass does, with the services' default bound.
+ENTER_ANN = "SELECT cortex_enter_ann($1, $2)"
+ANN_MIN_CHUNKS = IndexerSettings.model_fields["ann_min_chunks"].default
 # As cortex_index_document's postings (migration 0013), for a batch of documents at once.
 INSERT_POSTINGS = """
 INSERT INTO kb_postings (organization_id, lexeme, chunk_id, document_id, tf, document_tokens)
@@ -155,7 +161,8 @@ async def insert_passages(
     seed: int,
     fields: Sequence[DocumentFields] | None = None,
 ) -> None:
-    """One document per passage, its chunk embedded; COPY in batches, one transaction each.
+    """One document per passage, its chunk embedded; COPY in batches, one transaction each; then the
+    organization enters the HNSW graph if it is now big enough, as the indexer would admit it.
 
     With `vectors` None the documents get no chunks (not embedded); `fields` (one per passage) sets
     their metadata, else every one is an org-scoped, published `kb` document without tags."""
@@ -208,6 +215,8 @@ async def insert_passages(
             if chunks:
                 await connection.execute(MOVE_STAGED_CHUNKS)
                 await connection.execute(INSERT_POSTINGS, document_ids)
+    if vectors is not None:
+        await connection.fetchval(ENTER_ANN, org_id, ANN_MIN_CHUNKS)
 
 
 async def analyze(connection: asyncpg.Connection) -> None:

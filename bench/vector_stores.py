@@ -45,6 +45,7 @@ from bench.harness import infrastructure
 from bench.qdrant_edge import EdgeShardStore
 from bench.report import environment, latency_summary, table, write_json
 from cortex_contracts.vector_store import VectorHit, VectorStore
+from cortex_indexer.ann_admission import AnnAdmission
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.migrate import upgrade_async
 from cortex_store.models import EMBEDDING_DIM, KbChunk, KbDocument, Organization
@@ -147,6 +148,7 @@ async def load_postgres(database_url: str, layout: Layout, vectors: Vectors) -> 
                     for i, cid in zip(rows, result.scalars(), strict=True):
                         layout.chunk_ids[i] = int(cid)
             print(f"  postgres: {stop:,} rows", flush=True)
+        await AnnAdmission(sessions).run_pass()  # the indexer's own pass: the big organization enters the graph
         async with sessions() as session, session.begin():
             await session.execute(text("ANALYZE kb_chunks"))
             await session.execute(text("ANALYZE kb_documents"))

@@ -14,6 +14,7 @@ from cortex_aggregator.corpus_stats import CorpusStats
 from cortex_aggregator.filters import document_filter
 from cortex_contracts.rpc import FeedFilters
 from cortex_embedding.local_model import load_local_embedder
+from cortex_indexer.ann_admission import ENTER
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.tenancy import org_transaction
 from tests.conftest import Org
@@ -29,6 +30,12 @@ BODIES = {
 }
 Q = "how is enterprise pricing negotiated"
 DEPTH = 100  # what a first page asks each leg for
+
+
+async def admit(sessions: async_sessionmaker[AsyncSession], org: Org) -> None:
+    """Into the HNSW graph whatever its size, as the indexer admits a big organization: it may walk."""
+    async with sessions() as session, session.begin():
+        assert await session.scalar(ENTER, {"org": org.id, "min_chunks": 0})
 
 
 @pytest.fixture
@@ -48,6 +55,7 @@ async def test_one_statement_equals_each_leg_alone_exact_or_walking_the_graph_fi
     for doc in ids.values():
         await watcher.wait_for(doc, 1)
     await watcher.stop()
+    await admit(sessions, org)
     model = load_local_embedder(threads=1)
     assert model is not None
     vector = model.embed([Q])[0]
@@ -100,6 +108,7 @@ async def test_a_walk_whose_nearest_chunks_crowd_into_few_documents_still_fills_
     for doc in ids:
         await watcher.wait_for(doc, 1)
     await watcher.stop()
+    await admit(sessions, org)
     model = load_local_embedder(threads=1)
     assert model is not None
     vector = model.embed(["when is the harbor crane cable greased"])[0]

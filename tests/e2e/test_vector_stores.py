@@ -7,9 +7,10 @@ checks searches against a brute-force cosine ranking computed here with numpy. p
 the services do: as `cortex_app`, under row-level security.
 
 The key case of issue 4: 20,000 vectors where a small organization, and one Work of the big one, each
-hold 1% of the rows. A filtered search must still return k hits whenever k exist; on pgvector 0.6 a
-filtered HNSW walk comes back short there (it filters after the walk), so the HNSW-first variant must
-be seen falling back to the exact scan.
+hold 1% of the rows. A filtered search must still return k hits whenever k exist. On pgvector the
+small organization stays outside the HNSW graph (migration 0014) and is scanned exactly; a walk of the
+big one filtered to the Work comes back short (pgvector 0.6 filters after the walk), so the HNSW-first
+variant must be seen falling back to the exact scan.
 """
 
 import tempfile
@@ -27,6 +28,7 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_contracts.vector_store import VectorChunk, VectorHit, VectorStore
+from cortex_indexer.ann_admission import AnnAdmission
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.models import EMBEDDING_DIM, KbChunk, KbDocument, Organization
 from cortex_store.tenancy import org_transaction
@@ -121,7 +123,9 @@ class Corpus:
     owners: dict[int, tuple[uuid.UUID, uuid.UUID | None, uuid.UUID]] = field(default_factory=dict)
 
     async def organization(self) -> uuid.UUID:
-        return await new_organization(self.owner)
+        """In the HNSW graph from the start when the store walks it first (else it would scan exactly)."""
+        walks = isinstance(self.store, PgVectorStore) and self.store.settings.exact_scan_max_chunks == 0
+        return await new_organization(self.owner, in_graph=walks)
 
     async def index(
         self,
@@ -155,10 +159,12 @@ class Corpus:
         return sorted(candidates, key=lambda cid: -scores[cid])[:k]
 
 
-async def new_organization(owner: Sessions) -> uuid.UUID:
+async def new_organization(owner: Sessions, *, in_graph: bool = False) -> uuid.UUID:
     org = uuid.uuid4()
     async with org_transaction(owner, org) as session:
-        await session.execute(insert(Organization).values(id=org, slug=f"vs-{org.hex[:12]}", name="vs"))
+        await session.execute(
+            insert(Organization).values(id=org, slug=f"vs-{org.hex[:12]}", name="vs", ann_indexed=in_graph)
+        )
     return org
 
 
@@ -186,6 +192,7 @@ def chunk_rows(
     vectors: np.ndarray[Any, np.dtype[np.float32]],
     *,
     with_embeddings: bool,
+    in_graph: bool = False,
 ) -> list[dict[str, Any]]:
     return [
         {
@@ -196,6 +203,7 @@ def chunk_rows(
             "text": f"passage {i}",
             "content_hash": f"{document_id}-{version}-{i}",
             "embedding": vectors[i].tolist() if with_embeddings else None,
+            "in_ann": in_graph,
         }
         for i in range(len(vectors))
     ]
@@ -224,9 +232,9 @@ async def write_rows(
         else:
             await session.execute(update(KbDocument).where(KbDocument.id == document_id).values(**document))
         await session.execute(delete(KbChunk).where(KbChunk.document_id == document_id))
-        return await insert_chunks(
-            session, chunk_rows(org, document_id, version, vectors, with_embeddings=with_embeddings)
-        )
+        in_graph = bool(await session.scalar(select(Organization.ann_indexed).where(Organization.id == org)))
+        rows = chunk_rows(org, document_id, version, vectors, with_embeddings=with_embeddings, in_graph=in_graph)
+        return await insert_chunks(session, rows)
 
 
 @pytest.fixture
@@ -352,9 +360,10 @@ BATCH = ONE_PERCENT
 
 
 @pytest.fixture(scope="module")
-async def world(owner: Sessions) -> World:
+async def world(owner: Sessions, app_sessions: Sessions) -> World:
     """20,000 embedded chunks in PostgreSQL, as the indexer writes them: a big organization with
-    19,800 (200 of them in one Work) and a small one with 200."""
+    19,800 (200 of them in one Work) and a small one with 200; then the indexer's admission pass, with
+    the 1% as its bound, puts the big one in the HNSW graph."""
     rng = np.random.default_rng(20_000)
     vectors = unit_vectors(rng, TOTAL)
     big, small, work = await new_organization(owner), await new_organization(owner), uuid.uuid4()
@@ -377,6 +386,7 @@ async def world(owner: Sessions) -> World:
                 for row in chunk_rows(org, document_of[i], 1, vectors[i : i + PER_DOCUMENT], with_embeddings=True)
             ]
             chunk_ids += await insert_chunks(session, chunks)
+    assert await AnnAdmission(app_sessions, min_chunks=ONE_PERCENT).run_pass() == [big]
     return World(big, small, work, vectors, chunk_ids, org_of, work_of, document_of)
 
 
@@ -420,7 +430,8 @@ async def test_one_percent_of_twenty_thousand_rows_still_gets_k_hits(
         everything = await store.search(world.small, query.tolist(), ONE_PERCENT + 50)
         assert len(everything) == ONE_PERCENT  # more asked than exist: all that exist
         if isinstance(store, PgVectorStore) and kind == "pgvector-hnsw":
-            # The fault the fallback exists for did happen: the HNSW walk came back short.
-            assert store.exact_fallbacks >= 4
+            # The fault the fallback exists for did happen: the big organization's walks filtered to one
+            # Work came back short. (The small one, outside the graph, never walks.)
+            assert store.exact_fallbacks >= 2
     finally:
         await store.close()

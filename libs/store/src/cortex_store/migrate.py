@@ -45,5 +45,14 @@ async def upgrade_async(database_url: str, revision: str = "head") -> None:
         await engine.dispose()
 
 
+async def downgrade_async(database_url: str, revision: str) -> None:
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(lambda sync: command.downgrade(_alembic_config(sync), revision))
+    finally:
+        await engine.dispose()
+
+
 def upgrade(database_url: str, revision: str = "head") -> None:
     asyncio.run(upgrade_async(database_url, revision))

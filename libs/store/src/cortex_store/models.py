@@ -7,6 +7,7 @@ from datetime import datetime
 from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     CheckConstraint,
     Computed,
     DateTime,
@@ -15,8 +16,10 @@ from sqlalchemy import (
     Index,
     Integer,
     Text,
+    false,
     func,
 )
+from sqlalchemy import text as sql_text
 from sqlalchemy.dialects.postgresql import ARRAY, TSVECTOR, UUID
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -41,6 +44,8 @@ class Organization(Base):
     name: Mapped[str] = mapped_column(Text)
     tenant_id: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), server_default=func.now())
+    # Big enough to walk the HNSW graph: its passages are in it (migration 0014).
+    ann_indexed: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class Work(Base):
@@ -190,6 +195,7 @@ class KbChunk(Base):
             "embedding",
             postgresql_using="hnsw",
             postgresql_ops={"embedding": "vector_cosine_ops"},
+            postgresql_where=sql_text("in_ann"),
         ),
         Index("kb_chunks_org", "organization_id"),
         Index("kb_chunks_document", "document_id", "ordinal"),
@@ -213,6 +219,8 @@ class KbChunk(Base):
     # No fixed dimension here: the column is altered when the embedding space changes (migration 0010).
     embedding: Mapped[list[float] | None] = mapped_column(Vector())
     token_count: Mapped[int] = mapped_column(Integer, default=0)
+    # In the HNSW graph: its organization is admitted (migration 0014), as its every passage then is.
+    in_ann: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class KbPosting(Base):

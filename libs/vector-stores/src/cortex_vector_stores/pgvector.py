@@ -10,6 +10,7 @@ Search: the embedded pgvector is 0.6, whose HNSW scan applies a WHERE filter aft
 has no iterative scan, so a filter that keeps few rows (a small organization beside a big one, one
 Work) gets fewer than k rows back. Up to `exact_scan_max_chunks` candidate chunks are therefore
 scanned exactly; above that the graph is walked and, when it comes back short, the exact scan runs.
+Only organizations the indexer admitted to the graph (migration 0014) walk it; the others scan.
 
 The store runs each call in its own transaction bound to the organization (row-level security): it
 needs the service's session factory, given with `bind(sessions)` by the composition root.
@@ -56,19 +57,23 @@ def _restrict(work_ids: frozenset[uuid.UUID] | None, document_ids: frozenset[uui
 
 def _nearest(restrict: str, *, exact: bool) -> str:
     # `+ 0` hides the distance from the planner, so it scans the candidate rows exactly instead of
-    # walking the HNSW graph.
+    # walking the HNSW graph; a walk says `c.in_ann`, the graph's predicate (migration 0014).
     distance = "c.embedding <=> CAST(:qvec AS vector)"
     return f"""
 SELECT c.document_id, c.id AS chunk_id, 1 - ({distance}) AS score
 FROM kb_chunks c
-WHERE c.organization_id = :org AND c.embedding IS NOT NULL{restrict}
+WHERE c.organization_id = :org AND c.embedding IS NOT NULL{"" if exact else " AND c.in_ann"}{restrict}
 ORDER BY {f"({distance}) + 0" if exact else distance}
 LIMIT :k
 """
 
 
-def _count(restrict: str) -> str:
-    return f"SELECT count(*) FROM kb_chunks c WHERE c.organization_id = :org AND c.embedding IS NOT NULL{restrict}"
+def _candidates(restrict: str) -> str:
+    """The candidate chunks, and whether the organization is in the HNSW graph (admitted by the indexer)."""
+    return (
+        "SELECT o.ann_indexed AS in_graph, (SELECT count(*) FROM kb_chunks c WHERE c.organization_id = :org"
+        f" AND c.embedding IS NOT NULL{restrict}) AS chunks FROM organizations o WHERE o.id = :org"
+    )
 
 
 class PgVectorStore:
@@ -144,12 +149,12 @@ class PgVectorStore:
         if document_ids is not None:
             params["docs"] = sorted(document_ids)
         async with org_transaction(self._bound(), organization_id) as session:
-            candidates = await session.scalar(text(_count(restrict)), params)
-            if int(candidates or 0) > self.settings.exact_scan_max_chunks:
+            found = (await session.execute(text(_candidates(restrict)), params)).one_or_none()
+            if found is not None and found.in_graph and found.chunks > self.settings.exact_scan_max_chunks:
                 ef_search = min(HNSW_EF_SEARCH_MAX, max(self.settings.hnsw_ef_search, k))
                 await session.execute(text(f"SET LOCAL hnsw.ef_search = {ef_search}"))
                 hits = _hits(await session.execute(text(_nearest(restrict, exact=False)), params))
-                if len(hits) >= min(k, int(candidates or 0)):
+                if len(hits) >= min(k, found.chunks):
                     return hits
                 self.exact_fallbacks += 1
             return _hits(await session.execute(text(_nearest(restrict, exact=True)), params))

@@ -1,8 +1,9 @@
 """Whether the dense leg scans exactly or walks HNSW first, remembered for a while per org and filter.
 
 Counting an org's embedded chunks (up to the threshold) costs a statement and thousands of index entries
-per search; the answer changes only as the org grows past the threshold. A stale answer costs time, not
-correctness: the exact scan is exact, and a short HNSW walk falls back to it.
+per search; the answer changes only as the org grows past the threshold or enters the HNSW graph. A
+stale answer costs time, not correctness: the exact scan is exact, a short HNSW walk falls back to it,
+and an org is never out of the graph again once in it.
 """
 
 import time
@@ -27,11 +28,11 @@ class DensePlan:
     ) -> None:
         self._exact: ExpiringLru[tuple[object, ...], bool] = ExpiringLru(ttl_seconds, max_entries, clock)
 
-    async def exact(self, org: uuid.UUID, where: DocumentFilter, too_many: Count) -> bool:
-        """Exact unless `too_many()` (the count) says the candidates exceed the threshold."""
+    async def exact(self, org: uuid.UUID, where: DocumentFilter, walks: Count) -> bool:
+        """Exact unless `walks()` (the count) says the org is in the graph with candidates over the threshold."""
         key = (org, where.sql, *sorted((name, tuple(v)) for name, v in where.params.items()))
         exact = self._exact.get(key)
         if exact is None:
-            exact = not await too_many()
+            exact = not await walks()
             self._exact.put(key, exact)
         return exact

@@ -151,10 +151,10 @@ async def _dense_leg(
 
 
 async def _exact(ctx: FeedContext, session: AsyncSession, org: uuid.UUID, where: DocumentFilter) -> bool:
-    async def too_many() -> bool:
-        return await retrieval.embedded_chunks_exceed(session, org, where, ctx.config.exact_scan_max_chunks)
+    async def walks() -> bool:
+        return await retrieval.walks_graph(session, org, where, ctx.config.exact_scan_max_chunks)
 
-    return await ctx.dense_plan.exact(org, where, too_many)
+    return await ctx.dense_plan.exact(org, where, walks)
 
 
 async def _legs(

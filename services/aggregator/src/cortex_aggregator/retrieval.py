@@ -87,11 +87,13 @@ def _dense(where: DocumentFilter, *, exact: bool) -> str:
     """The `n` best documents by their nearest of the `k` nearest chunks, best first; the distance
     computed once per chunk (each computation reads the whole vector). Exact: the inner `OFFSET 0` keeps
     the planner from matching the ORDER BY to the HNSW index, which filters by organization after its
-    walk and can return too few rows for a small org."""
+    walk and can return too few rows for a small org. A walk says `c.in_ann`, the HNSW index's predicate
+    (migration 0014): only an admitted organization walks, and all its passages are in the graph."""
+    graph = "" if exact else " AND c.in_ann"
     candidates = f"""
         SELECT c.document_id, c.id AS chunk_id, c.embedding <=> CAST(:qvec AS vector) AS distance
         FROM kb_chunks c
-        WHERE c.organization_id = :org AND c.embedding IS NOT NULL{_restrict(where)}"""
+        WHERE c.organization_id = :org AND c.embedding IS NOT NULL{graph}{_restrict(where)}"""
     nearest = (
         f"SELECT * FROM ({candidates}\n        OFFSET 0\n    ) scored ORDER BY distance LIMIT :k"
         if exact
@@ -165,11 +167,14 @@ async def hybrid_hits(
     return lexical, dense
 
 
-async def embedded_chunks_exceed(session: AsyncSession, org: uuid.UUID, where: DocumentFilter, limit: int) -> bool:
-    """Whether more than `limit` of the org's (filtered) chunks are embedded; counts no further than that."""
+async def walks_graph(session: AsyncSession, org: uuid.UUID, where: DocumentFilter, limit: int) -> bool:
+    """Whether the org is in the HNSW graph (admitted by the indexer, migration 0014) and more than
+    `limit` of its (filtered) chunks are embedded; counts no further than that, and not at all for an
+    org outside the graph."""
     statement = text(
-        "SELECT count(*) FROM (SELECT 1 FROM kb_chunks c WHERE c.organization_id = :org AND c.embedding IS NOT NULL"
-        f"{_restrict(where)} LIMIT :cap) capped"
+        "SELECT CASE WHEN o.ann_indexed THEN (SELECT count(*) FROM (SELECT 1 FROM kb_chunks c"
+        f" WHERE c.organization_id = :org AND c.embedding IS NOT NULL{_restrict(where)} LIMIT :cap) capped)"
+        " ELSE 0 END FROM organizations o WHERE o.id = :org"
     )
     return int(await session.scalar(statement, {"org": org, "cap": limit + 1, **where.params}) or 0) > limit
 

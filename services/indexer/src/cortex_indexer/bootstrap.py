@@ -11,6 +11,7 @@ from cortex_embedding import openai_compatible
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.local_model import load_local_embedder
 from cortex_indexer import embedding_space
+from cortex_indexer.ann_admission import AnnAdmission
 from cortex_indexer.backfill import Backfill
 from cortex_indexer.catalog_handler import make_catalog_handler
 from cortex_indexer.embedding_space import EmbeddingSpace
@@ -71,6 +72,9 @@ class Indexer:
                     vectors=self.vectors,
                 )
                 background.append(backfill.run(self.stop))
+            if self.embedder and self.vectors is None:  # vectors in kb_chunks, under pgvector's HNSW index
+                admission = AnnAdmission(sessions, settings.ann_min_chunks, settings.ann_admission_interval_seconds)
+                background.append(admission.run(self.stop))
             relay = OutboxRelay(sessions, js)
             ctx = IndexingContext(
                 sessions=sessions,

@@ -27,6 +27,15 @@ class IndexerSettings(BaseSettings):
         default=10.0, gt=0, description="Pause between passes of the embedding backfill when it is idle."
     )
     backfill_batch: int = Field(default=64, ge=1, description="Passages (and entries) per org per backfill pass.")
+    ann_min_chunks: int = Field(
+        default=5_000,
+        ge=0,
+        description="An organization with more embedded passages than this enters the HNSW graph (below, the "
+        "aggregator scans exactly: keep it at the aggregator's CORTEX_AGGREGATOR_EXACT_SCAN_MAX_CHUNKS).",
+    )
+    ann_admission_interval_seconds: float = Field(
+        default=30.0, gt=0, description="Pause between passes that admit organizations to the HNSW graph."
+    )
     embedding_threads: int | None = Field(
         default=None,
         ge=1,
