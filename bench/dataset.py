@@ -161,8 +161,8 @@ async def insert_passages(
     seed: int,
     fields: Sequence[DocumentFields] | None = None,
 ) -> None:
-    """One document per passage, its chunk embedded; COPY in batches, one transaction each; then the
-    organization enters the HNSW graph if it is now big enough, as the indexer would admit it.
+    """One document per passage, its chunk embedded; COPY in batches, one transaction each, after each
+    of which the organization enters the HNSW graph if it is now big enough, as the indexer admits it.
 
     With `vectors` None the documents get no chunks (not embedded); `fields` (one per passage) sets
     their metadata, else every one is an org-scoped, published `kb` document without tags."""
@@ -215,8 +215,8 @@ async def insert_passages(
             if chunks:
                 await connection.execute(MOVE_STAGED_CHUNKS)
                 await connection.execute(INSERT_POSTINGS, document_ids)
-    if vectors is not None:
-        await connection.fetchval(ENTER_ANN, org_id, ANN_MIN_CHUNKS)
+        if chunks:  # admitted as soon as it is past the bound: later batches go straight into the graph
+            await connection.fetchval(ENTER_ANN, org_id, ANN_MIN_CHUNKS)
 
 
 async def analyze(connection: asyncpg.Connection) -> None:

@@ -31,6 +31,8 @@ pytestmark = pytest.mark.e2e
 
 Sessions = async_sessionmaker[AsyncSession]
 NO_FILTER = DocumentFilter("")
+# Index scans of the graph by this transaction so far.
+HNSW_SCANS_SO_FAR = text("SELECT pg_stat_get_xact_numscans('kb_chunks_embedding_hnsw'::regclass)")
 
 
 def vector_of(passage: str) -> list[float]:
@@ -143,9 +145,13 @@ async def test_only_an_admitted_organization_walks_and_its_walk_reads_the_graph(
     async with org_transaction(sessions, org.id) as session:
         assert await retrieval.walks_graph(session, org.id, NO_FILTER, 5)
         assert not await retrieval.walks_graph(session, org.id, NO_FILTER, 6)  # admitted, yet few enough to scan
-        await session.execute(text("SET LOCAL enable_sort = off"))
+        # As the aggregator plans an unfiltered search: generically, not knowing the org. Left to choose,
+        # the planner sorts six rows rather than walk; told to walk, it must.
+        await session.execute(text("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"))
         walked = await retrieval.dense_hits(session, org.id, query, NO_FILTER, 3, exact=False)
+        graph_scans = await session.scalar(HNSW_SCANS_SO_FAR)
         scanned = await retrieval.dense_hits(session, org.id, query, NO_FILTER, 3, exact=True)
+    assert graph_scans >= 1  # (a second, wider walk when other orgs' vectors crowd this one's out)
     assert [hit.document_id for hit in walked] == [hit.document_id for hit in scanned]
     assert walked[0].document_id == documents[4]
 

@@ -40,7 +40,7 @@ async def admit(sessions: async_sessionmaker[AsyncSession], org: Org) -> None:
 
 @pytest.fixture
 async def sessions(migrated: Infrastructure) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = make_engine(migrated.app_database_url, server_settings=retrieval.CONNECTION_SETTINGS)
+    engine = make_engine(migrated.app_database_url)
     yield make_sessionmaker(engine)
     await engine.dispose()
 

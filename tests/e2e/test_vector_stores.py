@@ -66,28 +66,6 @@ async def app_sessions(migrated: Infrastructure) -> AsyncIterator[Sessions]:
     await engine.dispose()
 
 
-@pytest.fixture(scope="module")
-async def walking_sessions(migrated: Infrastructure) -> AsyncIterator[Sessions]:
-    """As `app_sessions`, with sorts priced out of the planner's reach: it then walks the HNSW graph
-    for every ORDER BY distance it can, as it does for big candidate sets, where a filter that keeps
-    few rows makes the walk come back short. (Left alone, it scans a 1% organization's rows through
-    their btree index and sorts them: exact, and the fault never shows.)"""
-    engine = make_engine(migrated.app_database_url, pool_size=4, server_settings={"enable_sort": "off"})
-    yield make_sessionmaker(engine)
-    await engine.dispose()
-
-
-@dataclass(frozen=True)
-class Databases:
-    app: Sessions
-    walking: Sessions
-
-
-@pytest.fixture(scope="module")
-def databases(app_sessions: Sessions, walking_sessions: Sessions) -> Databases:
-    return Databases(app_sessions, walking_sessions)
-
-
 @pytest.fixture
 def scratch() -> Iterator[Path]:
     """Local-mode Qdrant commits each point to SQLite on its own: on tmpfs that costs no fsync."""
@@ -95,19 +73,19 @@ def scratch() -> Iterator[Path]:
         yield Path(path)
 
 
-def make_store(kind: str, databases: Databases, scratch: Path) -> VectorStore:
+def make_store(kind: str, app_sessions: Sessions, scratch: Path) -> VectorStore:
     """pgvector as configured by default; pgvector walking the HNSW graph first whatever the candidate
     count (the exact scan only as its fallback); Qdrant in local mode."""
     if kind == "qdrant":
         return QdrantVectorStore(QdrantSettings(url=None, path=scratch / "qdrant", dimension=EMBEDDING_DIM))
     if kind == "pgvector-hnsw":
-        return bind_database(PgVectorStore(PgVectorSettings(exact_scan_max_chunks=0)), databases.walking)
-    return bind_database(PgVectorStore(PgVectorSettings()), databases.app)
+        return bind_database(PgVectorStore(PgVectorSettings(exact_scan_max_chunks=0)), app_sessions)
+    return bind_database(PgVectorStore(PgVectorSettings()), app_sessions)
 
 
 @pytest.fixture(params=STORES)
-async def store(request: pytest.FixtureRequest, databases: Databases, scratch: Path) -> AsyncIterator[VectorStore]:
-    opened = make_store(request.param, databases, scratch)
+async def store(request: pytest.FixtureRequest, app_sessions: Sessions, scratch: Path) -> AsyncIterator[VectorStore]:
+    opened = make_store(request.param, app_sessions, scratch)
     assert await opened.health() is None
     yield opened
     await opened.close()
@@ -413,9 +391,9 @@ async def load_into_qdrant(store: QdrantVectorStore, world: World) -> None:
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("kind", STORES)
 async def test_one_percent_of_twenty_thousand_rows_still_gets_k_hits(
-    kind: str, world: World, databases: Databases, scratch: Path
+    kind: str, world: World, app_sessions: Sessions, scratch: Path
 ) -> None:
-    store = make_store(kind, databases, scratch)
+    store = make_store(kind, app_sessions, scratch)
     if isinstance(store, QdrantVectorStore):
         await load_into_qdrant(store, world)
     else:

@@ -5,7 +5,6 @@ import dataclasses
 import logging
 from dataclasses import dataclass, field
 
-from cortex_aggregator import retrieval
 from cortex_aggregator.agent_memories import list_agent_memories
 from cortex_aggregator.cursor import CursorCodec
 from cortex_aggregator.detail import item_detail
@@ -70,7 +69,6 @@ class Aggregator:
                 "application_name": APPLICATION_NAME,
                 "plan_cache_mode": "force_custom_plan",
                 "max_parallel_workers_per_gather": "0",
-                **retrieval.CONNECTION_SETTINGS,
             },
             pre_ping=False,  # every request is a read, tried again on a fresh connection (handlers.py)
         )

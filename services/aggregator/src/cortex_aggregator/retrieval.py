@@ -15,10 +15,15 @@ from cortex_aggregator.filters import DocumentFilter
 from cortex_store import records
 from cortex_store.vector_text import vector_literal
 
-# The first pages' need (k = 3 x feed.CANDIDATES_PER_LEG), set per connection: no statement.
-HNSW_EF_SEARCH = 150
+HNSW_EF_SEARCH = 150  # the first pages' need (k = 3 x feed.CANDIDATES_PER_LEG)
 HNSW_EF_SEARCH_MAX = 1000  # pgvector's upper bound
-CONNECTION_SETTINGS = {"hnsw.ef_search": str(HNSW_EF_SEARCH)}
+
+# Before a walk, for the rest of its transaction. Sorting priced out: the planner must walk the graph,
+# which the count behind the decision to walk says is right. Left to choose, it estimates the org's rows
+# from no value (generic plans) or from statistics that do not know every org, and the top-k sort over
+# them came out cheaper often enough: bench/search at 10k ran every walk as a 20 ms exact scan in five
+# deployments of nine. Later statements of the transaction sort wherever they must (no plan avoids it).
+TO_THE_GRAPH = text("SELECT set_config('enable_sort', 'off', true), set_config('hnsw.ef_search', :ef, true)")
 
 
 @dataclass(frozen=True)
@@ -154,6 +159,8 @@ async def hybrid_hits(
         return await lexical_hits(session, org, q, where, n, corpus), await dense_hits(
             session, org, vector, where, n, exact=False
         )
+    if not exact:
+        await _to_the_graph(session, HNSW_EF_SEARCH)
     statement = (
         f"SELECT 'lexical' AS leg, document_id, chunk_id, score FROM ({_lexical(where)}) lexical\n"
         f"UNION ALL\nSELECT 'dense', document_id, chunk_id, score FROM ({_dense(where, exact=exact)}) dense"
@@ -197,11 +204,13 @@ async def dense_hits(
     return hits if len(hits) >= n else await _wider_walk_or_scan(session, params, where, n)
 
 
+async def _to_the_graph(session: AsyncSession, ef_search: int) -> None:
+    await session.execute(TO_THE_GRAPH, {"ef": str(ef_search)})
+
+
 async def _walk(session: AsyncSession, params: dict[str, Any], where: DocumentFilter, k: int) -> list[Hit]:
-    """The documents of the `k` nearest chunks HNSW finds (ef_search raised to `k` when it is deeper than
-    the connection's default)."""
-    if k > HNSW_EF_SEARCH:
-        await session.execute(text(f"SET LOCAL hnsw.ef_search = {min(k, HNSW_EF_SEARCH_MAX)}"))
+    """The documents of the `k` nearest chunks HNSW finds (ef_search `k`, at least the default)."""
+    await _to_the_graph(session, min(max(k, HNSW_EF_SEARCH), HNSW_EF_SEARCH_MAX))
     return _hits(await records.fetch(session, _dense(where, exact=False), params | {"k": k}))
 
 
