@@ -21,8 +21,8 @@ HNSW_EF_SEARCH_MAX = 1000  # pgvector's upper bound
 # Before a walk, for the rest of its transaction. Sorting priced out: the planner must walk the graph,
 # which the count behind the decision to walk says is right. Left to choose, it estimates the org's rows
 # from no value (generic plans) or from statistics that do not know every org, and the top-k sort over
-# them came out cheaper often enough: bench/search at 10k ran every walk as a 20 ms exact scan in five
-# deployments of nine. Later statements of the transaction sort wherever they must (no plan avoids it).
+# them came out cheaper often enough: bench/search at 10k ran every walk as a 20 ms exact scan in nine
+# deployments of fourteen. Later statements of the transaction sort wherever they must (no plan avoids it).
 TO_THE_GRAPH = text("SELECT set_config('enable_sort', 'off', true), set_config('hnsw.ef_search', :ef, true)")
 
 
