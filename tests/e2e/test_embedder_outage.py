@@ -14,7 +14,6 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NATS
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
 from cortex_aggregator.bootstrap import Aggregator
 from cortex_aggregator.settings import AggregatorSettings
@@ -29,11 +28,11 @@ from cortex_indexer.bootstrap import Indexer
 from cortex_indexer.settings import IndexerSettings
 from cortex_messaging.publisher import publish_event
 from cortex_store.database import make_engine
-from cortex_store.migrate import upgrade_async
 from cortex_store.models import MemberRole
 from tests.embedding_server import FakeEmbeddingServer
 from tests.events import IndexedWatcher, publish_upsert, upsert_event
 from tests.infrastructure import Infrastructure
+from tests.own_database import on_database, own_database
 from tests.own_nats import ask_feed, own_nats_client
 
 pytestmark = pytest.mark.e2e
@@ -56,21 +55,8 @@ class Databases:
 @pytest.fixture
 async def database(migrated: Infrastructure) -> AsyncIterator[Databases]:
     """A database of this test's own (same server), migrated: its embedding space is this test's alone."""
-    name = f"cx_space_{uuid.uuid4().hex[:12]}"
-    admin = make_engine(migrated.database_url, pool_size=1)
-    async with admin.connect() as connection:
-        await connection.execution_options(isolation_level="AUTOCOMMIT")
-        await connection.execute(text(f'CREATE DATABASE "{name}"'))
-    owner_url = make_url(migrated.database_url).set(database=name).render_as_string(hide_password=False)
-    app_url = make_url(migrated.app_database_url).set(database=name).render_as_string(hide_password=False)
-    await upgrade_async(owner_url)
-    try:
-        yield Databases(owner_url, app_url)
-    finally:
-        async with admin.connect() as connection:
-            await connection.execution_options(isolation_level="AUTOCOMMIT")
-            await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        await admin.dispose()
+    async with own_database(migrated.database_url, "cx_space") as name:
+        yield Databases(on_database(migrated.database_url, name), on_database(migrated.app_database_url, name))
 
 
 @pytest.fixture

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from cortex_store.database import make_engine
 from cortex_store.migrate import downgrade_async, upgrade_async
 from tests.infrastructure import Infrastructure
+from tests.own_database import on_database, own_database
 
 pytestmark = pytest.mark.e2e
 
@@ -37,20 +37,8 @@ FROM generate_series(1, :n) i
 @pytest.fixture
 async def database(migrated: Infrastructure) -> AsyncIterator[str]:
     """A database of this test's own on the session's server, migrated to 0013 only."""
-    name = f"cx_ann_{uuid.uuid4().hex[:12]}"
-    admin = make_engine(migrated.database_url, pool_size=1)
-    async with admin.connect() as connection:
-        await connection.execution_options(isolation_level="AUTOCOMMIT")
-        await connection.execute(text(f'CREATE DATABASE "{name}"'))
-    url = make_url(migrated.database_url).set(database=name).render_as_string(hide_password=False)
-    await upgrade_async(url, "0013")
-    try:
-        yield url
-    finally:
-        async with admin.connect() as connection:
-            await connection.execution_options(isolation_level="AUTOCOMMIT")
-            await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-        await admin.dispose()
+    async with own_database(migrated.database_url, "cx_ann", "0013") as name:
+        yield on_database(migrated.database_url, name)
 
 
 async def organization_with(engine: AsyncEngine, passages: int) -> uuid.UUID:
