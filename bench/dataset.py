@@ -29,7 +29,7 @@ from pgvector.asyncpg import register_vector
 
 from bench.corpus import TextGenerator
 from cortex_indexer.chunking import chunk_document
-from cortex_indexer.settings import IndexerSettings
+from cortex_store.ann_graph import EXACT_SCAN_MAX_CHUNKS
 
 COPY_BATCH = 5000
 DOCUMENT_COLUMNS = (
@@ -77,7 +77,6 @@ FROM {STAGING} s JOIN organizations o ON o.id = s.organization_id
 """
 # What the indexer's admission pass does, with the services' default bound.
 ENTER_ANN = "SELECT cortex_enter_ann($1, $2)"
-ANN_MIN_CHUNKS = IndexerSettings.model_fields["ann_min_chunks"].default
 # As cortex_index_document's postings (migration 0013), for a batch of documents at once.
 INSERT_POSTINGS = """
 INSERT INTO kb_postings (organization_id, lexeme, chunk_id, document_id, tf, document_tokens)
@@ -216,7 +215,7 @@ async def insert_passages(
                 await connection.execute(MOVE_STAGED_CHUNKS)
                 await connection.execute(INSERT_POSTINGS, document_ids)
         if chunks:  # admitted as soon as it is past the bound: later batches go straight into the graph
-            await connection.fetchval(ENTER_ANN, org_id, ANN_MIN_CHUNKS)
+            await connection.fetchval(ENTER_ANN, org_id, EXACT_SCAN_MAX_CHUNKS)
 
 
 async def analyze(connection: asyncpg.Connection) -> None:

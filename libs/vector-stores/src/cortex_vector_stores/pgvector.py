@@ -24,15 +24,13 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_contracts.vector_store import VectorChunk, VectorHit
+from cortex_store.ann_graph import TO_THE_GRAPH
 from cortex_store.tenancy import org_transaction
 from cortex_store.vector_text import vector_literal
 from cortex_vector_stores.settings import PgVectorSettings
 
 HNSW_EF_SEARCH_MAX = 1000  # pgvector's upper bound
 
-# Sorting priced out for the walk: left to choose, the planner may estimate the org's rows too few and
-# sort them all instead (an exact scan where the count chose the graph).
-_TO_THE_GRAPH = text("SELECT set_config('enable_sort', 'off', true), set_config('hnsw.ef_search', :ef, true)")
 _LOCK_DOCUMENT = text(
     "SELECT version FROM kb_documents WHERE id = :doc AND organization_id = :org AND deleted_at IS NULL FOR UPDATE"
 )
@@ -155,7 +153,7 @@ class PgVectorStore:
             found = (await session.execute(text(_candidates(restrict)), params)).one_or_none()
             if found is not None and found.in_graph and found.chunks > self.settings.exact_scan_max_chunks:
                 ef_search = min(HNSW_EF_SEARCH_MAX, max(self.settings.hnsw_ef_search, k))
-                await session.execute(_TO_THE_GRAPH, {"ef": str(ef_search)})
+                await session.execute(TO_THE_GRAPH, {"ef": str(ef_search)})
                 hits = _hits(await session.execute(text(_nearest(restrict, exact=False)), params))
                 if len(hits) >= min(k, found.chunks):
                     return hits

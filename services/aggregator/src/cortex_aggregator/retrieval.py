@@ -13,17 +13,11 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from cortex_aggregator.corpus_stats import Corpus
 from cortex_aggregator.filters import DocumentFilter
 from cortex_store import records
+from cortex_store.ann_graph import TO_THE_GRAPH
 from cortex_store.vector_text import vector_literal
 
 HNSW_EF_SEARCH = 150  # the first pages' need (k = 3 x feed.CANDIDATES_PER_LEG)
 HNSW_EF_SEARCH_MAX = 1000  # pgvector's upper bound
-
-# Before a walk, for the rest of its transaction. Sorting priced out: the planner must walk the graph,
-# which the count behind the decision to walk says is right. Left to choose, it estimates the org's rows
-# from no value (generic plans) or from statistics that do not know every org, and the top-k sort over
-# them came out cheaper often enough: bench/search at 10k ran every walk as a 20 ms exact scan in nine
-# deployments of fourteen. Later statements of the transaction sort wherever they must (no plan avoids it).
-TO_THE_GRAPH = text("SELECT set_config('enable_sort', 'off', true), set_config('hnsw.ef_search', :ef, true)")
 
 
 @dataclass(frozen=True)

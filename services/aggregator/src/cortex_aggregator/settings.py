@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cortex_store.ann_graph import EXACT_SCAN_MAX_CHUNKS
 from cortex_telemetry.tracing import TraceExporter
 
 
@@ -60,7 +61,7 @@ class AggregatorSettings(BaseSettings):
         default=1.0, gt=0, description="A search waits this long for the reranker, then keeps the fused order."
     )
     exact_scan_max_chunks: int = Field(
-        default=5_000,
+        default=EXACT_SCAN_MAX_CHUNKS,
         ge=0,
         description="Up to this many embedded candidate chunks, the dense leg scans exactly; above, it walks "
         "HNSW first (measured by bench/search at 10k chunks: exact scan 8 ms of PostgreSQL CPU, walk ~2 ms).",

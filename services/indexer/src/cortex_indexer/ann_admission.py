@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from cortex_store.ann_graph import EXACT_SCAN_MAX_CHUNKS
+
 log = logging.getLogger(__name__)
 
 OUTSIDE = text("SELECT id FROM organizations WHERE NOT ann_indexed ORDER BY id")
@@ -25,7 +27,7 @@ ENTER = text("SELECT cortex_enter_ann(:org, :min_chunks)")
 @dataclass
 class AnnAdmission:
     sessions: async_sessionmaker[AsyncSession]
-    min_chunks: int = 5_000
+    min_chunks: int = EXACT_SCAN_MAX_CHUNKS
     interval_seconds: float = 30.0
 
     async def run(self, stop: asyncio.Event) -> None:

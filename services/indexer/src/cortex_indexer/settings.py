@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cortex_store.ann_graph import EXACT_SCAN_MAX_CHUNKS
 from cortex_telemetry.tracing import TraceExporter
 
 
@@ -28,7 +29,7 @@ class IndexerSettings(BaseSettings):
     )
     backfill_batch: int = Field(default=64, ge=1, description="Passages (and entries) per org per backfill pass.")
     ann_min_chunks: int = Field(
-        default=5_000,
+        default=EXACT_SCAN_MAX_CHUNKS,
         ge=0,
         description="An organization with more embedded passages than this enters the HNSW graph (below, the "
         "aggregator scans exactly: keep it at the aggregator's CORTEX_AGGREGATOR_EXACT_SCAN_MAX_CHUNKS).",

@@ -1,0 +1,15 @@
+"""The HNSW graph over `kb_chunks.embedding` (migration 0014): who is in it, and how a walk is planned."""
+
+from sqlalchemy import text
+
+# Up to this many embedded passages an organization is scanned exactly; past it the indexer admits it to
+# the graph, and the aggregator walks the graph for it.
+EXACT_SCAN_MAX_CHUNKS = 5_000
+
+# Before a walk, for the rest of its transaction (`:ef` is its hnsw.ef_search). Sorting priced out: the
+# planner must walk the graph, which the count behind the decision to walk says is right. Left to choose,
+# it estimates the org's rows from no value (generic plans) or from statistics that do not know every
+# org, and the top-k sort over them came out cheaper often enough: bench/search at 10k ran every walk as
+# a 20 ms exact scan in nine deployments of fourteen. Later statements of the transaction sort wherever
+# they must (no plan avoids it).
+TO_THE_GRAPH = text("SELECT set_config('enable_sort', 'off', true), set_config('hnsw.ef_search', :ef, true)")
