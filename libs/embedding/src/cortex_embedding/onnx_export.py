@@ -5,6 +5,13 @@ same vectors (cosine 1.0000 to the sentence-transformers pipeline; checked after
 export needs torch and transformers (the `local` extra) and takes a few seconds; its result is cached
 under a name derived from the weights' digest, so a process that finds it never imports torch. Two
 processes exporting at once each write a file of their own and rename it into place: both are whole.
+
+The transformer is traced with its plain ("eager") attention, whose graph ONNX Runtime's BERT optimizer
+recognizes: each layer's attention becomes one fused `Attention` node, and the embeddings and layer
+norms fused ops too (~320 nodes a run down to ~64). Measured side by side on this machine, one thread:
+passages ~10% faster (96 texts of up to 256 tokens: 9.0–9.7 s against 10.4–10.8), a short query 7–8%
+less CPU (median of 8 rounds of 300: fp32 7.5 ms against 8.2, the int8 copy 4.0 against 4.3). The fusion
+changes no vector (cosine 0.999999 to the unfused graph), so an index embedded before it stays valid.
 """
 
 import hashlib
@@ -19,7 +26,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
-FORMAT = "pooled-normalized-v1"  # bump when the exported graph changes shape or meaning
+FORMAT = "pooled-normalized-fused-v2"  # bump when the exported graph changes shape or meaning
 INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 OPSET = 17
 # Two lengths, so the check runs a padded batch: a graph traced without padding could ignore the mask.
@@ -93,7 +100,8 @@ def _export(model_dir: Path, out: Path) -> None:
             mean = (states * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(mean, p=2, dim=1)
 
-    model = Pooled(AutoModel.from_pretrained(str(model_dir)).eval())
+    transformer = AutoModel.from_pretrained(str(model_dir), attn_implementation="eager").eval()
+    model = Pooled(transformer)
     # Traced on a padded batch, so that the attention mask stays in the graph.
     ids = torch.tensor([[101, 7099, 7099, 102], [101, 7099, 102, 0]])
     example = (ids, (ids != 0).long(), torch.zeros_like(ids))
@@ -111,10 +119,21 @@ def _export(model_dir: Path, out: Path) -> None:
             opset_version=OPSET,
             dynamo=False,
         )
+    _fuse(out, transformer.config.num_attention_heads, transformer.config.hidden_size)
     reference = SentenceTransformer(str(model_dir), device="cpu").encode(
         PROBES, normalize_embeddings=True, show_progress_bar=False
     )
     _check(out, model_dir, np.asarray(reference, dtype=np.float32))
+
+
+def _fuse(onnx_file: Path, heads: int, hidden_size: int) -> None:
+    """Rewrite the exported graph in place with ONNX Runtime's fused transformer operators."""
+    from onnxruntime.transformers.optimizer import optimize_model
+
+    optimized = optimize_model(str(onnx_file), model_type="bert", num_heads=heads, hidden_size=hidden_size)
+    fused = {name: count for name, count in optimized.get_fused_operator_statistics().items() if count}
+    log.info("fused operators in the exported model: %s", fused)
+    optimized.save_model_to_file(str(onnx_file))
 
 
 def _check(onnx_file: Path, model_dir: Path, reference: np.ndarray) -> None:
