@@ -244,7 +244,8 @@ async def test_a_new_embedding_model_re_embeds_the_index_and_search_never_mixes_
             await eventually(switched)
             assert await scalar(database, column_type, t="kb_chunks") == "vector(48)"
             assert await scalar(database, column_type, t="memory_entry") == "vector(48)"
-            assert await scalar(database, "SELECT count(*) FROM pg_indexes WHERE indexname LIKE '%embedding_hnsw'") == 2
+            graphs = "SELECT string_agg(indexname, ',') FROM pg_indexes WHERE indexname LIKE '%embedding_hnsw'"
+            assert await scalar(database, graphs) == "kb_chunks_embedding_hnsw"  # recall scans memory exactly
             rebuilt = "SELECT indexdef FROM pg_indexes WHERE indexname = 'kb_chunks_embedding_hnsw'"
             assert str(await scalar(database, rebuilt)).endswith("WHERE in_ann")  # only admitted organizations
             await eventually(

@@ -23,10 +23,9 @@ Revision ID: 0014
 Revises: 0013
 """
 
-import importlib.util
-from pathlib import Path
-
 from alembic import op
+
+from cortex_store.earlier_revisions import function
 
 revision = "0014"
 down_revision = "0013"
@@ -240,18 +239,9 @@ def upgrade() -> None:
     op.execute(REPLACE_INDEX)
 
 
-def _replaced(filename: str, name: str) -> str:
-    """A function as an earlier revision created it, to create it again in its place."""
-    spec = importlib.util.spec_from_file_location(f"cortex_revision_{filename[:4]}", Path(__file__).with_name(filename))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return str(getattr(module, name)).replace("CREATE FUNCTION", "CREATE OR REPLACE FUNCTION", 1)
-
-
 def downgrade() -> None:
-    op.execute(_replaced("0013_index_document_function.py", "INDEX_FUNCTION"))
-    op.execute(_replaced("0010_embedding_space.py", "SWITCH_FUNCTION"))
+    op.execute(function("0013_index_document_function.py", "INDEX_FUNCTION"))
+    op.execute(function("0010_embedding_space.py", "SWITCH_FUNCTION"))
     op.execute(f"DROP FUNCTION IF EXISTS {ENTER_SIGNATURE}")
     op.execute("""
         DO $$ BEGIN
