@@ -2,6 +2,7 @@
 
 import argparse
 import asyncio
+import os
 import sys
 import uuid
 from pathlib import Path
@@ -15,10 +16,20 @@ from cortex_cli.works import create_work
 from cortex_plugins import CATEGORIES, PluginChoiceError, PluginRegistry
 from cortex_store.models import MemberRole
 
+MAX_COPIES = 64
+
+
+def _copies(value: str) -> int:
+    try:
+        count = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of processes: {value!r}") from None
+    if not 1 <= count <= MAX_COPIES:
+        raise argparse.ArgumentTypeError(f"between 1 and {MAX_COPIES}, not {count}")
+    return count
+
 
 def _run(args: argparse.Namespace) -> int:
-    import os
-
     from cortex_cli.supervisor import RunSettings, run_all
     from cortex_store.migrate import upgrade
     from cortex_store.tenancy import app_role_url
@@ -34,6 +45,7 @@ def _run(args: argparse.Namespace) -> int:
         # Embedded PostgreSQL trusts local logins: the services connect as the app role, under RLS.
         service_database_url=app_role_url if not os.environ.get("DATABASE_URL") else str,
         on_ready=lambda db, nats: config.write_runtime(directory, {"DATABASE_URL": db, "NATS_URL": nats}),
+        copies={"aggregator": args.aggregators},
     )
     try:
         return run_all(settings)
@@ -117,7 +129,16 @@ def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="cortex", description="Cortex: organization-wide memory.")
     commands = root.add_subparsers(dest="command", required=True)
 
-    commands.add_parser("run", help="start embedded PostgreSQL + NATS (unless DATABASE_URL/NATS_URL) and every service")
+    run = commands.add_parser(
+        "run", help="start embedded PostgreSQL + NATS (unless DATABASE_URL/NATS_URL) and every service"
+    )
+    run.add_argument(
+        "--aggregators",
+        type=_copies,
+        default=os.environ.get("CORTEX_AGGREGATOR_COPIES", "1"),
+        help="aggregator processes sharing the searches (default 1, or CORTEX_AGGREGATOR_COPIES); "
+        "one per core keeps a busy search path from queueing on one Python process",
+    )
     commands.add_parser("migrate", help="apply database migrations")
 
     token = commands.add_parser("token", help="print a bearer token for a member of an organization")

@@ -48,6 +48,8 @@ class RunSettings:
     """An existing NATS with JetStream to use; None starts the embedded one."""
     services: tuple[str, ...] = DEFAULT_SERVICES
     """Each runs as ``python -m cortex_<name>``."""
+    copies: Mapping[str, int] = field(default_factory=dict)
+    """Processes per service (1 unless named): copies of a service share its work through the queue groups."""
     extra_env: Mapping[str, str] = field(default_factory=dict)
     """Added to the services' environment (``DATABASE_URL`` and ``NATS_URL`` win over it)."""
     service_database_url: Callable[[str], str] = str
@@ -143,9 +145,20 @@ def _pump(name: str, stream: IO[bytes], console: _Console) -> None:
             console.line(name, raw.decode("utf-8", "replace").rstrip("\r\n"))
 
 
-def _spawn(name: str, env: Mapping[str, str], console: _Console) -> _Service:
+def instances(settings: RunSettings) -> list[tuple[str, str]]:
+    """(name shown in the log, service) of every process to start: `aggregator.1`, `aggregator.2`, … for copies."""
+    started: list[tuple[str, str]] = []
+    for service in settings.services:
+        count = settings.copies.get(service, 1)
+        if count < 1:
+            raise ValueError(f"{service}: at least one copy, not {count}")
+        started += [(service if count == 1 else f"{service}.{n}", service) for n in range(1, count + 1)]
+    return started
+
+
+def _spawn(name: str, service: str, env: Mapping[str, str], console: _Console) -> _Service:
     process = subprocess.Popen(  # noqa: S603 - our interpreter, a fixed module name
-        [sys.executable, "-m", f"cortex_{name}"],
+        [sys.executable, "-m", f"cortex_{service}"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -210,7 +223,8 @@ def _origin(given_url: str | None, data_dir: Path) -> str:
 def _announce(settings: RunSettings, database_url: str, nats_url: str, console: _Console) -> None:
     database = _origin(settings.database_url, settings.data_dir / "pg")
     nats = _origin(settings.nats_url, settings.data_dir / "nats")
-    console.line(_SELF, f"Cortex is running {', '.join(settings.services)}; Ctrl-C stops it all")
+    names = ", ".join(name for name, _ in instances(settings))
+    console.line(_SELF, f"Cortex is running {names}; Ctrl-C stops it all")
     console.line(_SELF, f"  DATABASE_URL={_hide_password(database_url)}  ({database})")
     console.line(_SELF, f"  NATS_URL={_hide_password(nats_url)}  ({nats})")
 
@@ -283,7 +297,7 @@ def run_all(settings: RunSettings) -> int:
     Servers started here are stopped before returning, also when start-up fails (the error
     then propagates: a server that cannot start, a failed migration).
     """
-    console = _Console([_SELF, *settings.services], sys.stdout)
+    console = _Console([_SELF, *(name for name, _ in instances(settings))], sys.stdout)
     refused = refusal({**os.environ, **settings.extra_env})
     if refused is not None:
         console.line(_SELF, f"cannot start: {refused}")
@@ -304,10 +318,10 @@ def run_all(settings: RunSettings) -> int:
             env |= {"DATABASE_URL": settings.service_database_url(database_url), "NATS_URL": nats_url}
             env.setdefault("PYTHONUNBUFFERED", "1")  # lines as they are printed, not per 8 KiB
             _announce(settings, database_url, nats_url, console)
-            for name in settings.services:
+            for name, service in instances(settings):
                 if signals.requested.is_set():
                     break
-                services.append(_spawn(name, env, console))
+                services.append(_spawn(name, service, env, console))
             code = _supervise(services, signals, console)
         except KeyboardInterrupt:
             name = signals.received.name if signals.received is not None else "SIGINT"

@@ -1,0 +1,111 @@
+"""`cortex run` (what `make run` starts) as the README's "try it" uses it: embedded PostgreSQL and NATS,
+every service in its own process (here two aggregator copies), a document ingested with the CLI and found
+over HTTP; SIGINT stops it all with exit code 0, and a second run starts again on the same data."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import pytest
+
+from cortex_embedded_servers import free_port
+
+pytestmark = pytest.mark.e2e
+
+CORTEX = str(Path(sys.executable).with_name("cortex"))
+START_SECONDS = 180  # PostgreSQL, migrations, and three or four processes loading their model on 2 cores
+STOP_SECONDS = 60
+
+
+@contextmanager
+def cortex_run(data_dir: Path, port: int, log: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """`cortex run ARGS` until its gateway is ready; stopped with SIGINT on exit, which must end it cleanly."""
+    env = {**os.environ, "CORTEX_DATA_DIR": str(data_dir), "CORTEX_GATEWAY_PORT": str(port)}
+    for variable in ("DATABASE_URL", "NATS_URL", "CORTEX_SECRET"):  # embedded servers, its own secret
+        env.pop(variable, None)
+    with log.open("wb") as output:
+        process = subprocess.Popen([CORTEX, "run", *args], env=env, stdout=output, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + START_SECONDS
+        while not ready(port):
+            assert process.poll() is None, f"cortex run exited early:\n{log.read_text()}"
+            assert time.monotonic() < deadline, f"not ready after {START_SECONDS} s:\n{log.read_text()}"
+            time.sleep(0.5)
+        yield process
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            code = process.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise
+    assert code == 0, log.read_text()
+    output_lines = log.read_text()
+    assert "PostgreSQL stopped" in output_lines and "NATS stopped" in output_lines, output_lines
+
+
+def ready(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def cli(data_dir: Path, *args: str) -> str:
+    env = {**os.environ, "CORTEX_DATA_DIR": str(data_dir)}
+    for variable in ("DATABASE_URL", "NATS_URL", "CORTEX_SECRET"):
+        env.pop(variable, None)
+    done = subprocess.run([CORTEX, *args], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def search(port: int, token: str, q: str) -> list[str]:
+    headers = {"Authorization": f"Bearer {token}", "X-Scope-Slug": "acme"}
+    response = httpx.get(f"http://127.0.0.1:{port}/api/memory", params={"q": q}, headers=headers, timeout=30)
+    assert response.status_code == 200, response.text
+    return [item["title"] for item in response.json()["items"]]
+
+
+def found_eventually(port: int, token: str, q: str, title: str) -> bool:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if title in search(port, token, q):
+            return True
+        time.sleep(0.3)
+    return False
+
+
+def test_run_ingest_search_stop_and_run_again_on_the_same_data(tmp_path: Path) -> None:
+    data_dir, port = tmp_path / "cortex-data", free_port("127.0.0.1")
+    note = tmp_path / "pricing.md"
+    note.write_text("# Pricing policy\n\nEnterprise renewals get a tiered volume discount.\n")
+
+    with cortex_run(data_dir, port, tmp_path / "first.log", "--aggregators", "2"):
+        token = cli(data_dir, "token", "--org", "acme", "--user", "alice", "--role", "admin", "--create")
+        token = token.strip().splitlines()[-1]
+        cli(data_dir, "ingest", str(note), "--org", "acme")
+        assert found_eventually(port, token, "volume discount", "Pricing policy")
+        # Searches are shared by both copies; whichever answers, the answer is the same.
+        assert all(search(port, token, "volume discount")[:1] == ["Pricing policy"] for _ in range(10))
+    first = (tmp_path / "first.log").read_text()
+    for copy in ("aggregator.1", "aggregator.2"):
+        assert any(line.startswith(copy) and "answering rpc.aggregator.feed" in line for line in first.splitlines())
+
+    with cortex_run(data_dir, port, tmp_path / "second.log"):
+        token = cli(data_dir, "token", "--org", "acme", "--user", "alice").strip().splitlines()[-1]
+        assert found_eventually(port, token, "volume discount", "Pricing policy"), "the data outlived the first run"
+    assert "aggregator.1" not in (tmp_path / "second.log").read_text()
+
+
+def test_a_number_of_copies_that_is_not_one_or_more_is_refused(tmp_path: Path) -> None:
+    env = {**os.environ, "CORTEX_DATA_DIR": str(tmp_path)}
+    done = subprocess.run([CORTEX, "run", "--aggregators", "0"], env=env, capture_output=True, text=True, check=False)
+    assert done.returncode == 2
+    assert "between 1 and" in done.stderr
