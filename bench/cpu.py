@@ -40,13 +40,17 @@ def _machine_seconds() -> float:
 
 
 class CpuMeter:
-    """Each named root process is counted with all its descendants, live or exited (PostgreSQL backends)."""
+    """Each named root process is counted with all its descendants, live or exited (PostgreSQL backends);
+    copies of a service (`aggregator`, `aggregator.2`, …) are counted together under its name."""
 
     def __init__(self, roots: dict[str, int]) -> None:
         self.roots = roots
 
     def snapshot(self) -> CpuSnapshot:
-        by_name = {name: _process_seconds(pid, with_children=True) for name, pid in self.roots.items()}
+        by_name: dict[str, float] = {}
+        for name, pid in self.roots.items():
+            service = name.split(".", maxsplit=1)[0]
+            by_name[service] = by_name.get(service, 0.0) + _process_seconds(pid, with_children=True)
         by_name["bench"] = _process_seconds(os.getpid(), with_children=False)
         return CpuSnapshot(time.perf_counter(), by_name, _machine_seconds())
 

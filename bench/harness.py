@@ -146,11 +146,12 @@ def _tail(path: Path, lines: int = 40) -> str:
 
 class _Service:
     def __init__(self, name: str, env: dict[str, str], log_path: Path) -> None:
-        self.name = name
+        self.name = name  # `aggregator.2`: the second copy of the aggregator
+        self.service = name.split(".", maxsplit=1)[0]
         self.log_path = log_path
         with log_path.open("wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", f"cortex_{name}"],
+                [sys.executable, "-m", f"cortex_{self.service}"],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -194,7 +195,7 @@ def _wait_ready(services: Sequence[_Service], base_url: str | None) -> None:
             service.check_alive()
             if service.name not in pending:
                 continue
-            needle = READY_LINES.get(service.name)
+            needle = READY_LINES.get(service.service)
             ready = service.log_has(needle) if needle else base_url is not None and _gateway_ready(base_url)
             if ready:
                 pending.discard(service.name)
@@ -209,8 +210,11 @@ def _stop_all(services: list[_Service]) -> None:
 
 
 @contextmanager
-def deployment(label: str, services: Sequence[str] = ("indexer", "aggregator", "gateway")) -> Iterator[Deployment]:
-    """Infrastructure, migrations and the given services, each its own process; all stopped on exit."""
+def deployment(
+    label: str, services: Sequence[str] = ("indexer", "aggregator", "gateway"), *, aggregators: int = 1
+) -> Iterator[Deployment]:
+    """Infrastructure, migrations and the given services, each its own process (the aggregator in
+    `aggregators` copies, as `cortex run --aggregators N` runs it); all stopped on exit."""
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
         infra = stack.enter_context(infrastructure())
@@ -228,7 +232,8 @@ def deployment(label: str, services: Sequence[str] = ("indexer", "aggregator", "
         }
         running: list[_Service] = []
         stack.callback(_stop_all, running)
-        for name in services:
+        copies = [f"aggregator.{n}" for n in range(2, aggregators + 1)] if "aggregator" in services else []
+        for name in [*services, *copies]:
             running.append(_Service(name, env, LOG_DIR / f"{label}-{name}.log"))  # noqa: PERF401 - stop what started
         base_url = f"http://127.0.0.1:{port}"
         _wait_ready(running, base_url if "gateway" in services else None)

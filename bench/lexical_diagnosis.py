@@ -38,6 +38,7 @@ from bench.datasets import Cisi, load_cisi
 from bench.metrics import mean, ndcg_at
 from bench.references import BM25Reference, DenseReference
 from cortex_aggregator import retrieval
+from cortex_aggregator.corpus_stats import CorpusStats
 from cortex_aggregator.filters import document_filter
 from cortex_aggregator.fusion import reciprocal_rank_fusion
 from cortex_contracts.documents import DocumentUpserted
@@ -154,8 +155,12 @@ async def diagnose(database_url: str, reindex: bool, hybrid: bool = False) -> di
         async with sessions() as session, session.begin():
             await bind_organization(session, org)
             where = document_filter(FeedFilters())
+            corpus = await CorpusStats().of(session, org)
             cortex = {
-                qid: [back[str(h.document_id)] for h in await retrieval.lexical_hits(session, org, q, where, DEPTH)]
+                qid: [
+                    back[str(h.document_id)]
+                    for h in await retrieval.lexical_hits(session, org, q, where, DEPTH, corpus)
+                ]
                 for qid, q in data.queries.items()
             }
             whole = await lexemes(session, [f"{d.title}\n{d.body}" for d in data.docs])

@@ -390,7 +390,8 @@ def _print_report(report: dict[str, Any]) -> None:
     print(
         f"Search: GET /api/memory?q=…&limit={report['parameters']['limit']}, "
         f"{report['parameters']['concurrency']} concurrent clients, {report['parameters']['requests']} requests "
-        f"per size after {report['parameters']['warmup']} warm-up; hybrid (local query embeddings on)"
+        f"per size after {report['parameters']['warmup']} warm-up; hybrid (local query embeddings on); "
+        f"{report['parameters']['aggregators']} aggregator process(es)"
     )
     print(
         f"corpus: one chunk per document; {report['parameters']['real_vectors']} real vectors, THE REST SYNTHETIC "
@@ -481,6 +482,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--requests", type=int, default=300, help="measured requests per size (default 300)")
     parser.add_argument("--warmup", type=int, default=40, help="warm-up requests per size (default 40)")
     parser.add_argument("--concurrency", type=int, default=4, help="concurrent clients (default 4)")
+    parser.add_argument(
+        "--aggregators", type=int, default=1, help="aggregator copies, as `cortex run --aggregators N` (default 1)"
+    )
     parser.add_argument("--single-requests", type=int, default=60, help="requests from one client alone")
     parser.add_argument("--limit", type=int, default=20, help="page size asked for (default 20)")
     parser.add_argument("--real-vectors", type=int, default=400, help="passages embedded for real (default 400)")
@@ -499,8 +503,9 @@ def main(argv: list[str] | None = None) -> int:
     sizes: list[int] = args.size_list
     load_before = os.getloadavg()
     corpus, query_cost = build_corpus(args, sizes[-1])
-    print("starting PostgreSQL, NATS, indexer, aggregator and gateway…", flush=True)
-    with deployment("search") as dep:
+    copies = f" ({args.aggregators} copies)" if args.aggregators > 1 else ""
+    print(f"starting PostgreSQL, NATS, indexer, aggregator{copies} and gateway…", flush=True)
+    with deployment("search", aggregators=args.aggregators) as dep:
         measured = asyncio.run(run_sizes(dep, corpus, sizes, args))
     report: dict[str, Any] = {
         "benchmark": "search",
@@ -510,6 +515,7 @@ def main(argv: list[str] | None = None) -> int:
             "requests": args.requests,
             "warmup": args.warmup,
             "concurrency": args.concurrency,
+            "aggregators": args.aggregators,
             "limit": args.limit,
             "real_vectors": min(args.real_vectors, sizes[-1]),
             "noise": args.noise,
