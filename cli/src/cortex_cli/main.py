@@ -136,8 +136,8 @@ def parser() -> argparse.ArgumentParser:
         "--aggregators",
         type=_copies,
         default=os.environ.get("CORTEX_AGGREGATOR_COPIES", "1"),
-        help="aggregator processes sharing the searches (default 1, or CORTEX_AGGREGATOR_COPIES); "
-        "one per core keeps a busy search path from queueing on one Python process",
+        help="aggregator processes sharing the searches through their queue group (default 1, or "
+        "CORTEX_AGGREGATOR_COPIES); each is one Python process, so more cores want more copies",
     )
     commands.add_parser("migrate", help="apply database migrations")
 
