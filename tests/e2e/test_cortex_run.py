@@ -27,7 +27,7 @@ STOP_SECONDS = 60
 def cortex_run(data_dir: Path, port: int, log: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
     """`cortex run ARGS` until its gateway is ready; stopped with SIGINT on exit, which must end it cleanly."""
     env = {**os.environ, "CORTEX_DATA_DIR": str(data_dir), "CORTEX_GATEWAY_PORT": str(port)}
-    for variable in ("DATABASE_URL", "NATS_URL", "CORTEX_SECRET"):  # embedded servers, its own secret
+    for variable in ("DATABASE_URL", "NATS_URL", "CORTEX_SECRET", "CORTEX_AGGREGATOR_COPIES"):  # its own set-up
         env.pop(variable, None)
     with log.open("wb") as output:
         process = subprocess.Popen([CORTEX, "run", *args], env=env, stdout=output, stderr=subprocess.STDOUT)
