@@ -1,6 +1,6 @@
 """The HNSW graph over `kb_chunks.embedding` (migration 0014): who is in it, and how a walk is planned."""
 
-from sqlalchemy import text
+from sqlalchemy import TextClause, text
 
 # Up to this many embedded passages an organization is scanned exactly; past it the indexer admits it to
 # the graph, and the aggregator walks the graph for it.
@@ -13,3 +13,15 @@ EXACT_SCAN_MAX_CHUNKS = 5_000
 # a 20 ms exact scan in nine deployments of fourteen. Later statements of the transaction sort wherever
 # they must (no plan avoids it).
 TO_THE_GRAPH = text("SELECT set_config('enable_sort', 'off', true), set_config('hnsw.ef_search', :ef, true)")
+
+
+def graph_candidates(restrict: str) -> TextClause:
+    """How many embedded candidate chunks (`restrict`: more conditions on `c`) an organization in the graph
+    has, counted no further than `:cap`: the caller asks only whether they are more than the exact-scan
+    bound. 0 for an organization outside the graph (it is scanned exactly). Counting every chunk made a
+    search of a 95k-chunk organization 311 ms at p50 against 31 ms capped (bench/vector_stores)."""
+    return text(
+        "SELECT CASE WHEN o.ann_indexed THEN (SELECT count(*) FROM (SELECT 1 FROM kb_chunks c"
+        f" WHERE c.organization_id = :org AND c.embedding IS NOT NULL{restrict} LIMIT :cap) capped)"
+        " ELSE 0 END FROM organizations o WHERE o.id = :org"
+    )

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from cortex_aggregator.corpus_stats import Corpus
 from cortex_aggregator.filters import DocumentFilter
 from cortex_store import records
-from cortex_store.ann_graph import TO_THE_GRAPH
+from cortex_store.ann_graph import TO_THE_GRAPH, graph_candidates
 from cortex_store.vector_text import vector_literal
 
 HNSW_EF_SEARCH = 150  # the first pages' need (k = 3 x feed.CANDIDATES_PER_LEG)
@@ -172,12 +172,8 @@ async def walks_graph(session: AsyncSession, org: uuid.UUID, where: DocumentFilt
     """Whether the org is in the HNSW graph (admitted by the indexer, migration 0014) and more than
     `limit` of its (filtered) chunks are embedded; counts no further than that, and not at all for an
     org outside the graph."""
-    statement = text(
-        "SELECT CASE WHEN o.ann_indexed THEN (SELECT count(*) FROM (SELECT 1 FROM kb_chunks c"
-        f" WHERE c.organization_id = :org AND c.embedding IS NOT NULL{_restrict(where)} LIMIT :cap) capped)"
-        " ELSE 0 END FROM organizations o WHERE o.id = :org"
-    )
-    return int(await session.scalar(statement, {"org": org, "cap": limit + 1, **where.params}) or 0) > limit
+    params = {"org": org, "cap": limit + 1, **where.params}
+    return int(await session.scalar(graph_candidates(_restrict(where)), params) or 0) > limit
 
 
 async def dense_hits(
