@@ -220,11 +220,10 @@ def _origin(given_url: str | None, data_dir: Path) -> str:
     return "given" if given_url is not None else f"embedded, data in {data_dir.resolve()}"
 
 
-def _announce(settings: RunSettings, database_url: str, nats_url: str, console: _Console) -> None:
+def _announce(settings: RunSettings, names: Sequence[str], database_url: str, nats_url: str, console: _Console) -> None:
     database = _origin(settings.database_url, settings.data_dir / "pg")
     nats = _origin(settings.nats_url, settings.data_dir / "nats")
-    names = ", ".join(name for name, _ in instances(settings))
-    console.line(_SELF, f"Cortex is running {names}; Ctrl-C stops it all")
+    console.line(_SELF, f"Cortex is running {', '.join(names)}; Ctrl-C stops it all")
     console.line(_SELF, f"  DATABASE_URL={_hide_password(database_url)}  ({database})")
     console.line(_SELF, f"  NATS_URL={_hide_password(nats_url)}  ({nats})")
 
@@ -297,7 +296,9 @@ def run_all(settings: RunSettings) -> int:
     Servers started here are stopped before returning, also when start-up fails (the error
     then propagates: a server that cannot start, a failed migration).
     """
-    console = _Console([_SELF, *(name for name, _ in instances(settings))], sys.stdout)
+    processes = instances(settings)
+    names = [name for name, _ in processes]
+    console = _Console([_SELF, *names], sys.stdout)
     refused = refusal({**os.environ, **settings.extra_env})
     if refused is not None:
         console.line(_SELF, f"cannot start: {refused}")
@@ -317,8 +318,8 @@ def run_all(settings: RunSettings) -> int:
             env = {**os.environ, **settings.extra_env}
             env |= {"DATABASE_URL": settings.service_database_url(database_url), "NATS_URL": nats_url}
             env.setdefault("PYTHONUNBUFFERED", "1")  # lines as they are printed, not per 8 KiB
-            _announce(settings, database_url, nats_url, console)
-            for name, service in instances(settings):
+            _announce(settings, names, database_url, nats_url, console)
+            for name, service in processes:
                 if signals.requested.is_set():
                     break
                 services.append(_spawn(name, service, env, console))
