@@ -1,38 +1,51 @@
 """The gateway's caller lookup: one statement (`cortex_caller_access`, migration 0011) on an autocommit
-connection, as the application role, under row-level security.
+connection of its own asyncpg pool, as the application role, under row-level security.
 
 It answers for live members and unrevoked keys of the organization the slug names, and for nothing
 else; the organization it binds never outlives the call; a pooled connection the server closed is
-replaced and the lookup tried again, through the gateway too.
+replaced and the lookup tried again, through the gateway too; a server that cannot be reached is a 503.
 """
 
+import asyncio
+import contextlib
+import socket
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
+import asyncpg
+import httpx
 import pytest
-from sqlalchemy import event, text
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from cortex_cli.api_keys import create_key, revoke_key
-from cortex_gateway.access import APPLICATION_NAME, Access, caller_access, make_access_engine
+from cortex_gateway.access import (
+    APPLICATION_NAME,
+    CALLER_ACCESS,
+    Access,
+    DatabaseUnreachable,
+    caller_access,
+    make_access_pool,
+)
 from cortex_gateway.credentials import hash_api_key
+from cortex_gateway.tokens import issue_token
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.models import MemberRole
 from cortex_store.tenancy import org_transaction
 from tests.backends import terminate_backends
 from tests.conftest import OrgFactory
+from tests.gateways import running_gateway
 from tests.infrastructure import Infrastructure
+from tests.services import SECRET
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-async def access_engine(migrated: Infrastructure) -> AsyncIterator[AsyncEngine]:
-    engine = make_access_engine(migrated.app_database_url, pool_size=1)
-    yield engine
-    await engine.dispose()
+async def access_pool(migrated: Infrastructure) -> AsyncIterator[asyncpg.Pool]:
+    async with make_access_pool(migrated.app_database_url, size=1) as pool:
+        yield pool
 
 
 @pytest.fixture
@@ -43,27 +56,25 @@ async def owner(migrated: Infrastructure) -> AsyncIterator[AsyncEngine]:
 
 
 async def test_it_answers_for_live_members_and_keys_of_the_named_organization_only(
-    make_org: OrgFactory, access_engine: AsyncEngine, owner: AsyncEngine, migrated: Infrastructure
+    make_org: OrgFactory, access_pool: asyncpg.Pool, owner: AsyncEngine, migrated: Infrastructure
 ) -> None:
     a, b = await make_org(), await make_org()
     admin, member = f"admin-{a.slug}", f"member-{a.slug}"
     key_id, key = await create_key(migrated.database_url, a.id, "agent", MemberRole.MEMBER)
     key_hash = hash_api_key(key)
 
-    assert await caller_access(access_engine, a.slug, user_id=admin) == Access(a.id, None, MemberRole.ADMIN, None)
-    assert await caller_access(access_engine, a.slug, user_id=member) == Access(a.id, None, MemberRole.MEMBER, None)
-    assert await caller_access(access_engine, a.slug, key_hash=key_hash) == Access(
-        a.id, None, MemberRole.MEMBER, key_id
-    )
+    assert await caller_access(access_pool, a.slug, user_id=admin) == Access(a.id, None, MemberRole.ADMIN, None)
+    assert await caller_access(access_pool, a.slug, user_id=member) == Access(a.id, None, MemberRole.MEMBER, None)
+    assert await caller_access(access_pool, a.slug, key_hash=key_hash) == Access(a.id, None, MemberRole.MEMBER, key_id)
     # Nothing for another organization's slug, a stranger, an unknown slug, or a made-up key.
-    assert await caller_access(access_engine, b.slug, user_id=admin) is None
-    assert await caller_access(access_engine, b.slug, key_hash=key_hash) is None
-    assert await caller_access(access_engine, a.slug, user_id=f"stranger-{uuid.uuid4().hex}") is None
-    assert await caller_access(access_engine, f"nope-{uuid.uuid4().hex}", user_id=admin) is None
-    assert await caller_access(access_engine, a.slug, key_hash=hash_api_key(f"cxk_{a.id.hex}_{'z' * 43}")) is None
+    assert await caller_access(access_pool, b.slug, user_id=admin) is None
+    assert await caller_access(access_pool, b.slug, key_hash=key_hash) is None
+    assert await caller_access(access_pool, a.slug, user_id=f"stranger-{uuid.uuid4().hex}") is None
+    assert await caller_access(access_pool, f"nope-{uuid.uuid4().hex}", user_id=admin) is None
+    assert await caller_access(access_pool, a.slug, key_hash=hash_api_key(f"cxk_{a.id.hex}_{'z' * 43}")) is None
     # A user id is not a key hash, nor the other way round.
-    assert await caller_access(access_engine, a.slug, key_hash=admin) is None
-    assert await caller_access(access_engine, a.slug, user_id=key_hash) is None
+    assert await caller_access(access_pool, a.slug, key_hash=admin) is None
+    assert await caller_access(access_pool, a.slug, user_id=key_hash) is None
 
     # Revoked, removed, promoted: the very next lookup knows.
     assert await revoke_key(migrated.database_url, a.id, key_id)
@@ -76,26 +87,23 @@ async def test_it_answers_for_live_members_and_keys_of_the_named_organization_on
             text("UPDATE org_members SET role = 'admin' WHERE organization_id = :org AND user_id = :user"),
             {"org": a.id, "user": member},
         )
-    assert await caller_access(access_engine, a.slug, key_hash=key_hash) is None
-    assert await caller_access(access_engine, a.slug, user_id=admin) is None
-    assert await caller_access(access_engine, a.slug, user_id=member) == Access(a.id, None, MemberRole.ADMIN, None)
+    assert await caller_access(access_pool, a.slug, key_hash=key_hash) is None
+    assert await caller_access(access_pool, a.slug, user_id=admin) is None
+    assert await caller_access(access_pool, a.slug, user_id=member) == Access(a.id, None, MemberRole.ADMIN, None)
 
 
-async def test_it_needs_exactly_one_credential(make_org: OrgFactory, access_engine: AsyncEngine) -> None:
+async def test_it_needs_exactly_one_credential(make_org: OrgFactory, access_pool: asyncpg.Pool) -> None:
     a = await make_org()
     with pytest.raises(ValueError, match="exactly one"):
-        await caller_access(access_engine, a.slug)
-    async with access_engine.connect() as connection:
+        await caller_access(access_pool, a.slug)
+    async with access_pool.acquire() as connection:
         for user_id, key_hash in ((None, None), (f"admin-{a.slug}", "0" * 64)):
-            with pytest.raises(DBAPIError, match="exactly one"):
-                await connection.execute(
-                    text("SELECT * FROM cortex_caller_access(:slug, :user_id, :key_hash)"),
-                    {"slug": a.slug, "user_id": user_id, "key_hash": key_hash},
-                )
+            with pytest.raises(asyncpg.PostgresError, match="exactly one"):
+                await connection.fetch("SELECT * FROM cortex_caller_access($1, $2, $3)", a.slug, user_id, key_hash)
 
 
 async def test_the_organization_it_binds_never_outlives_the_call(
-    make_org: OrgFactory, access_engine: AsyncEngine, migrated: Infrastructure
+    make_org: OrgFactory, access_pool: asyncpg.Pool, migrated: Infrastructure
 ) -> None:
     a, b = await make_org(), await make_org()
     setting = text("SELECT current_setting('cortex.organization_id', true)")
@@ -104,10 +112,11 @@ async def test_the_organization_it_binds_never_outlives_the_call(
     a_member = {"slug": a.slug, "user": f"member-{a.slug}"}
 
     # Autocommit, as the gateway calls it: afterwards no organization is bound, so no member is visible.
-    async with access_engine.connect() as connection:
-        assert (await connection.execute(call_for_a, a_member)).scalar_one() == a.id
-        assert (await connection.scalar(setting)) in (None, "")
-        assert (await connection.execute(members)).all() == []
+    async with access_pool.acquire() as connection:
+        call = "SELECT organization_id FROM cortex_caller_access($1, $2, NULL)"
+        assert await connection.fetchval(call, a.slug, f"member-{a.slug}") == a.id
+        assert await connection.fetchval(str(setting)) in (None, "")
+        assert await connection.fetch(str(members)) == []
 
     # Inside a transaction bound to B: the call for A leaves B bound, and only B's rows visible.
     app = make_engine(migrated.app_database_url, pool_size=1)
@@ -121,43 +130,79 @@ async def test_the_organization_it_binds_never_outlives_the_call(
 
 
 async def test_a_lookup_is_one_statement_outside_any_transaction(
-    make_org: OrgFactory, access_engine: AsyncEngine
+    make_org: OrgFactory, access_pool: asyncpg.Pool
 ) -> None:
     a = await make_org()
-    sent: list[tuple[str, bool]] = []
+    await caller_access(access_pool, a.slug, user_id=f"member-{a.slug}")  # (asyncpg learns the types once)
+    sent: list[str] = []
+    async with access_pool.acquire() as connection:  # the one pooled connection: every statement it is sent
+        connection.add_query_logger(lambda query: sent.append(query.query))
+    for _ in range(3):
+        assert await caller_access(access_pool, a.slug, user_id=f"member-{a.slug}") is not None
+    await asyncio.sleep(0)  # (asyncpg calls its query loggers soon after, not at once)
 
-    def record(connection: Any, cursor: Any, statement: str, *_: Any) -> None:
-        sent.append((statement, connection.connection.driver_connection.is_in_transaction()))
-
-    event.listen(access_engine.sync_engine, "before_cursor_execute", record)
-    try:
-        for _ in range(3):
-            assert await caller_access(access_engine, a.slug, user_id=f"member-{a.slug}") is not None
-    finally:
-        event.remove(access_engine.sync_engine, "before_cursor_execute", record)
-
-    assert len(sent) == 3
-    for statement, in_transaction in sent:
-        assert "cortex_caller_access(" in statement
-        assert not in_transaction  # no BEGIN was sent before it, nor a COMMIT needed after
+    # The call alone, three times: no BEGIN before it, no COMMIT after, no reset as the connection went back.
+    assert sent == [CALLER_ACCESS] * 3
 
 
 async def test_a_pooled_connection_the_server_closed_is_replaced_and_the_lookup_tried_again(
-    make_org: OrgFactory, access_engine: AsyncEngine, owner: AsyncEngine
+    make_org: OrgFactory, access_pool: asyncpg.Pool, owner: AsyncEngine
 ) -> None:
     a = await make_org()
     user = f"member-{a.slug}"
-    async with access_engine.connect() as connection:  # the one pooled connection
-        before = await connection.scalar(text("SELECT pg_backend_pid()"))
-    invalidated: list[BaseException | None] = []
-    event.listen(access_engine.sync_engine.pool, "invalidate", lambda _c, _r, exc: invalidated.append(exc))
+    async with access_pool.acquire() as connection:  # the one pooled connection
+        before = await connection.fetchval("SELECT pg_backend_pid()")
 
     assert await terminate_backends(owner, APPLICATION_NAME) >= 1
 
-    assert await caller_access(access_engine, a.slug, user_id=user) == Access(a.id, None, MemberRole.MEMBER, None)
-    assert len(invalidated) == 1  # the stale connection was used, failed, and was dropped
-    async with access_engine.connect() as connection:
-        assert await connection.scalar(text("SELECT pg_backend_pid()")) != before
+    assert await caller_access(access_pool, a.slug, user_id=user) == Access(a.id, None, MemberRole.MEMBER, None)
+    async with access_pool.acquire() as connection:
+        assert await connection.fetchval("SELECT pg_backend_pid()") != before
+
+
+class _Lost:
+    """A pooled connection the server closed before asyncpg noticed: its next statement fails."""
+
+    async def fetchrow(self, *_: Any) -> None:
+        raise asyncpg.ConnectionDoesNotExistError("connection was closed in the middle of operation")
+
+
+class _PoolHandingOutOneLostConnection:
+    def __init__(self, real: asyncpg.Pool) -> None:
+        self.real, self.lost_handed_out = real, False
+
+    def acquire(self) -> Any:
+        if self.lost_handed_out:
+            return self.real.acquire()
+        self.lost_handed_out = True
+        return contextlib.nullcontext(_Lost())
+
+
+async def test_a_lookup_whose_connection_fails_as_closed_is_tried_once_more(
+    make_org: OrgFactory, access_pool: asyncpg.Pool
+) -> None:
+    a = await make_org()
+    pool = _PoolHandingOutOneLostConnection(access_pool)
+    access = await caller_access(pool, a.slug, user_id=f"member-{a.slug}")
+    assert pool.lost_handed_out
+    assert access == Access(a.id, None, MemberRole.MEMBER, None)
+
+
+async def test_a_database_that_cannot_be_reached_is_a_503_with_retry_after(migrated: Infrastructure) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        nowhere = f"postgresql://cortex_app@127.0.0.1:{probe.getsockname()[1]}/cortex"
+    async with make_access_pool(nowhere, size=1) as pool:
+        with pytest.raises(DatabaseUnreachable, match="Connect"):
+            await caller_access(pool, "acme", user_id="alice")
+
+    headers = {"Authorization": f"Bearer {issue_token('alice', SECRET)}", "X-Scope-Slug": "acme"}
+    async with running_gateway(migrated, database_url=nowhere) as base_url, httpx.AsyncClient() as client:
+        response = await client.get(f"{base_url}/api/memory", params={"q": "pricing"}, headers=headers)
+    assert response.status_code == 503
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["retry-after"] == "5"
+    assert response.json()["detail"] == "The database is not reachable."
 
 
 async def test_through_the_gateway_requests_go_on_after_the_server_closed_its_lookup_connections(

@@ -1,6 +1,7 @@
 """The HNSW graph over `kb_chunks.embedding` (migration 0014): who is in it, and how a walk is planned."""
 
 from sqlalchemy import TextClause, text
+from sqlalchemy.ext.asyncio import AsyncSession
 
 # Up to this many embedded passages an organization is scanned exactly; past it the indexer admits it to
 # the graph, and the aggregator walks the graph for it.
@@ -12,7 +13,24 @@ EXACT_SCAN_MAX_CHUNKS = 5_000
 # org, and the top-k sort over them came out cheaper often enough: bench/search at 10k ran every walk as
 # a 20 ms exact scan in nine deployments of fourteen. Later statements of the transaction sort wherever
 # they must (no plan avoids it).
-TO_THE_GRAPH = text("SELECT set_config('enable_sort', 'off', true), set_config('hnsw.ef_search', :ef, true)")
+WALK_SETTINGS = "set_config('enable_sort', 'off', true), set_config('hnsw.ef_search', :ef, true)"
+TO_THE_GRAPH = text(f"SELECT {WALK_SETTINGS}")
+
+_MADE = "cortex.walk_settings"  # session.info: (the transaction, its ef_search) the settings were made in
+
+
+def walk_settings_made(session: AsyncSession, ef_search: int) -> None:
+    """Record that the session's transaction has just run `WALK_SETTINGS` with `ef_search` (folded into
+    another statement: one round trip fewer)."""
+    session.info[_MADE] = (session.sync_session.get_transaction(), ef_search)
+
+
+async def to_the_graph(session: AsyncSession, ef_search: int) -> None:
+    """`TO_THE_GRAPH` for the rest of the transaction, unless it already walks with `ef_search`."""
+    made = (session.sync_session.get_transaction(), ef_search)
+    if session.info.get(_MADE) != made:
+        await session.execute(TO_THE_GRAPH, {"ef": str(ef_search)})
+        session.info[_MADE] = made
 
 
 def graph_candidates(restrict: str) -> TextClause:

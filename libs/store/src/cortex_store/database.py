@@ -20,6 +20,11 @@ def async_url(database_url: str) -> str:
     return url.set(drivername="postgresql+asyncpg").render_as_string(hide_password=False)
 
 
+def asyncpg_dsn(database_url: str) -> str:
+    """A DSN for asyncpg itself (`asyncpg.connect`, `asyncpg.create_pool`): plain `postgresql://`."""
+    return async_url(database_url).replace("postgresql+asyncpg://", "postgresql://", 1)
+
+
 def make_engine(
     database_url: str,
     *,

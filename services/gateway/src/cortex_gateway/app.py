@@ -6,7 +6,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 
-from cortex_gateway.access import make_access_engine
+from cortex_gateway.access import make_access_pool
 from cortex_gateway.credentials import JwtVerifier
 from cortex_gateway.limits import BodyLimit, RateLimit
 from cortex_gateway.problems import install_problem_handlers
@@ -24,21 +24,21 @@ from cortex_telemetry.heap import freeze_startup_heap
 def create_app(settings: GatewaySettings) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        # Two pools, 5 connections (10 with overflow) in all, as before: the caller lookup on every request
-        # (autocommit, access.py), and sessions for the rest (plugin listing, readiness).
+        # Two pools, 10 connections at most in all, as before: the caller lookup on every request
+        # (autocommit, asyncpg's own pool: access.py), and sessions for the rest (plugin listing, readiness).
         engine = make_engine(settings.database_url, pool_size=2)
-        access_engine = make_access_engine(settings.database_url, pool_size=3)
+        access_pool = await make_access_pool(settings.database_url, size=6)
         nc = await connect(settings.nats_url, name="cortex-gateway")
         js = nc.jetstream()
         await ensure_streams(js)
-        app.state.resources = Resources(settings, engine, make_sessionmaker(engine), nc, js, access_engine)
+        app.state.resources = Resources(settings, engine, make_sessionmaker(engine), nc, js, access_pool)
         app.state.plugins.use_database(app.state.resources.sessions)
         freeze_startup_heap()
         try:
             yield
         finally:
             await nc.drain()
-            await access_engine.dispose()
+            await access_pool.close()
             await engine.dispose()
 
     app = FastAPI(

@@ -9,6 +9,7 @@ Every dependency here is `async def`: FastAPI runs a plain `def` dependency in a
 thread hop per request for no blocking work.
 """
 
+import logging
 import uuid
 from dataclasses import dataclass
 from typing import Annotated
@@ -16,11 +17,13 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from cortex_gateway.access import caller_access
+from cortex_gateway.access import Access, DatabaseUnreachable, caller_access
 from cortex_gateway.credentials import API_KEY_PREFIX, parse_api_key, unauthorized
 from cortex_gateway.problems import Problem
 from cortex_gateway.resources import Resources
 from cortex_store.models import MemberRole
+
+log = logging.getLogger(__name__)
 
 bearer = HTTPBearer(auto_error=False, description="A JWT, or an API key (`cxk_...`).")
 
@@ -41,6 +44,16 @@ async def resources(request: Request) -> Resources:
 NOT_FOUND = "No such organization."
 
 
+async def _access(
+    res: Resources, slug: str, *, user_id: str | None = None, key_hash: str | None = None
+) -> Access | None:
+    try:
+        return await caller_access(res.access_pool, slug, user_id=user_id, key_hash=key_hash)
+    except DatabaseUnreachable as exc:
+        log.warning("caller lookup failed: %s", exc)
+        raise Problem(503, "The database is not reachable.", headers={"Retry-After": "5"}) from exc
+
+
 async def current_caller(
     request: Request,
     res: Annotated[Resources, Depends(resources)],
@@ -55,14 +68,14 @@ async def current_caller(
     if not scope_slug:
         raise Problem(400, "The X-Scope-Slug header must name the organization.")
     if key is not None:
-        access = await caller_access(res.access_engine, scope_slug, key_hash=key.key_hash)
+        access = await _access(res, scope_slug, key_hash=key.key_hash)
         # The key names its organization too: it must be the one the scope header names.
         if access is None or access.api_key_id is None or access.organization_id != key.organization_id:
             raise Problem(404, NOT_FOUND)
         principal = f"apikey:{access.api_key_id}"
     else:
         assert user_id is not None
-        access = await caller_access(res.access_engine, scope_slug, user_id=user_id)
+        access = await _access(res, scope_slug, user_id=user_id)
         if access is None:
             raise Problem(404, NOT_FOUND)
         principal = user_id

@@ -8,7 +8,10 @@ organization in the key lets the lookup run under that organization's row-level 
 import asyncio
 import hashlib
 import secrets
+import time
 import uuid
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import jwt
@@ -49,12 +52,50 @@ def parse_api_key(token: str) -> ApiKeyClaim:
     return ApiKeyClaim(organization_id, hash_api_key(token))
 
 
+VERIFIED_TOKENS = 4096  # remembered verified tokens, least recently used dropped first
+VERIFIED_FOR_SECONDS = 300.0  # at most, as long as a fetched key set is kept: a key dropped from it stops counting
+
+
+@dataclass(frozen=True)
+class _Verified:
+    subject: str
+    expires_at: float  # the token's `exp`, epoch seconds
+    checked_at: float  # monotonic
+
+
 class JwtVerifier:
-    def __init__(self, settings: GatewaySettings) -> None:
+    """Verifies bearer JWTs; a token verified in the last `VERIFIED_FOR_SECONDS` is not verified again
+    (~0.25 ms a request: HMAC and JSON), though its expiry still is. Membership is not remembered here:
+    it is looked up on every request."""
+
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        *,
+        wall_clock: Callable[[], float] = time.time,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._settings = settings
+        self._wall_clock, self._monotonic = wall_clock, monotonic
         self._jwks = jwt.PyJWKClient(settings.jwks_url, cache_keys=True, lifespan=300) if settings.jwks_url else None
+        self._verified: OrderedDict[str, _Verified] = OrderedDict()
 
     async def user_id(self, token: str) -> str:
+        known = self._verified.get(token)
+        if known is not None and self._monotonic() - known.checked_at < VERIFIED_FOR_SECONDS:
+            if self._wall_clock() >= known.expires_at:
+                del self._verified[token]
+                raise unauthorized("The bearer token has expired.")
+            self._verified.move_to_end(token)
+            return known.subject
+        subject, expires_at = await self._verify(token)
+        self._verified[token] = _Verified(subject, expires_at, self._monotonic())
+        if len(self._verified) > VERIFIED_TOKENS:
+            self._verified.popitem(last=False)
+        return subject
+
+    async def _verify(self, token: str) -> tuple[str, float]:
+        """The token's subject and expiry, once its signature and claims check out."""
         settings = self._settings
         try:
             if self._jwks is not None and jwt.get_unverified_header(token).get("alg") == "RS256":
@@ -83,4 +124,4 @@ class JwtVerifier:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise unauthorized("The bearer token names no user.")
-        return subject
+        return subject, float(claims["exp"])

@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+import asyncpg
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -16,4 +17,4 @@ class Resources:
     sessions: async_sessionmaker[AsyncSession]
     nc: NATS
     js: JetStreamContext
-    access_engine: AsyncEngine  # autocommit connections for the one-statement caller lookup (access.py)
+    access_pool: asyncpg.Pool  # autocommit connections for the one-statement caller lookup (access.py)
