@@ -109,19 +109,21 @@ def _sent_query_keys(failure: str) -> set[str]:
     return set(parse_qs(urlsplit(match.group(1)).query, keep_blank_values=True)) if match else {"?"}
 
 
-def _sent_query_values(failure: str, name: str) -> list[str]:
+def _sent_query_values(failure: str, name: str) -> list[str] | None:
+    """The values of query parameter `name` as sent; None when the reproduction command is not found."""
     match = re.search(r"curl .*'(http[^']+)'", failure)
-    return parse_qs(urlsplit(match.group(1)).query, keep_blank_values=True).get(name, []) if match else []
+    return parse_qs(urlsplit(match.group(1)).query, keep_blank_values=True).get(name, []) if match else None
 
 
 def _sent_values_are_valid(reason: str, failure: str, schemas: dict[str, Any]) -> bool:
     """A claimed `anyOf` violation of a query parameter whose values, as sent, satisfy its schema: the
-    invalid value was lost on the way to a query string (e.g. a type that serializes to a valid string)."""
+    invalid value was lost on the way to a query string (e.g. a type that serializes to a valid string,
+    or a null, which leaves the parameter out altogether)."""
     match = re.search(r"violates `anyOf` at /properties/(\w+)", reason)
     if match is None or match.group(1) not in schemas:
         return False
     sent = _sent_query_values(failure, match.group(1))
-    return bool(sent) and all(_valid(value, schemas[match.group(1)]) for value in sent)
+    return sent is not None and all(_valid(value, schemas[match.group(1)]) for value in sent)
 
 
 CHECKED_KEYWORDS = {"type", "minLength", "maxLength", "pattern", "title"}
