@@ -116,10 +116,10 @@ def _sent_query_values(failure: str, name: str) -> list[str] | None:
 
 
 def _sent_values_are_valid(reason: str, failure: str, schemas: dict[str, Any]) -> bool:
-    """A claimed `anyOf` violation of a query parameter whose values, as sent, satisfy its schema: the
-    invalid value was lost on the way to a query string (e.g. a type that serializes to a valid string,
-    or a null, which leaves the parameter out altogether)."""
-    match = re.search(r"violates `anyOf` at /properties/(\w+)", reason)
+    """A claimed violation by a query parameter whose values, as sent, satisfy its schema: the invalid
+    value was lost on the way to a query string (a type that serializes to a valid string, `[false]`
+    sent as `q=false`; or a null, which leaves the parameter out altogether)."""
+    match = re.search(r"- query: violates `\w+` at /properties/(\w+)", reason)
     if match is None or match.group(1) not in schemas:
         return False
     sent = _sent_query_values(failure, match.group(1))
