@@ -67,10 +67,11 @@ from bench.cpu import CpuMeter, describe, usage
 from bench.dataset import DocumentFields, Passage
 from bench.explain import Explained, explain_search
 from bench.explain import label as search_label
-from bench.harness import RESULTS_DIR, Deployment, Member, asyncpg_dsn, deployment, new_member
+from bench.harness import RESULTS_DIR, Deployment, Member, deployment, new_member
 from bench.http_client import HttpError, KeepAliveClient
 from bench.report import environment, latency_summary, table, write_json
 from cortex_contracts.doc_classes import DOC_CLASSES
+from cortex_store.database import asyncpg_dsn
 from cortex_store.tenancy import APP_ROLE
 
 MISSIONS = 20

@@ -28,7 +28,6 @@ import httpx
 from cortex_cli.organizations import ensure_membership
 from cortex_embedded_servers import EmbeddedNats, EmbeddedPostgres, free_port
 from cortex_gateway.tokens import issue_token
-from cortex_store.database import async_url
 from cortex_store.migrate import upgrade
 from cortex_store.models import MemberRole
 from cortex_store.tenancy import app_role_url
@@ -130,11 +129,6 @@ def _server_pids(postgres: EmbeddedPostgres | None, nats: EmbeddedNats | None) -
         "nats": _first_int(nats.data_dir / "nats.pid") if nats else None,
     }
     return {name: pid for name, pid in pids.items() if pid is not None}
-
-
-def asyncpg_dsn(database_url: str) -> str:
-    """A DSN for `asyncpg.connect` (plain `postgresql://`, the socket directory kept as `?host=`)."""
-    return async_url(database_url).replace("postgresql+asyncpg://", "postgresql://", 1)
 
 
 def _tail(path: Path, lines: int = 40) -> str:

@@ -48,7 +48,7 @@ from nats.js import JetStreamContext
 from bench import documents_mix
 from bench.corpus import TextGenerator
 from bench.cpu import CpuMeter, describe, usage
-from bench.harness import Deployment, Member, asyncpg_dsn, deployment, new_member
+from bench.harness import Deployment, Member, deployment, new_member
 from bench.publishing import Document, IndexedLog, upsert_event, wait_with_progress
 from bench.report import environment, table, write_json
 from cortex_cli.ingest import Buckets, IngestOptions, ingest_file
@@ -59,6 +59,7 @@ from cortex_embedding.slicing import padded_tokens
 from cortex_indexer.chunking import chunk_document
 from cortex_messaging.connection import connect
 from cortex_messaging.publisher import publish_event
+from cortex_store.database import asyncpg_dsn
 
 # For the run's fresh organization: the documents to expect in the index, and how to publish them.
 Publish = Callable[[JetStreamContext], Awaitable[None]]

@@ -46,12 +46,13 @@ from bench.cpu import CpuMeter, busy_cores, usage
 from bench.dataset import Passage, SyntheticVectors, Vectors
 from bench.explain import Explained, explain_search
 from bench.fidelity import compare_documents
-from bench.harness import RESULTS_DIR, Deployment, Member, asyncpg_dsn, deployment, new_member
+from bench.harness import RESULTS_DIR, Deployment, Member, deployment, new_member
 from bench.http_client import HttpError, KeepAliveClient
 from bench.publishing import Document, publish_and_wait
 from bench.report import environment, latency_summary, table, write_json
 from cortex_embedding.local_model import load_local_embedder
 from cortex_messaging.connection import connect
+from cortex_store.database import asyncpg_dsn
 
 SMALL_ORG_PASSAGES = 60
 QUERY_POOL = 400
