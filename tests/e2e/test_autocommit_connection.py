@@ -4,7 +4,7 @@ server has closed is discarded rather than handed out again (the indexer's pool 
 import asyncpg
 import pytest
 
-from cortex_store.database import async_url, autocommit_connection, make_engine, make_sessionmaker
+from cortex_store.database import asyncpg_dsn, autocommit_connection, make_engine, make_sessionmaker
 from tests.infrastructure import Infrastructure
 
 pytestmark = pytest.mark.e2e
@@ -21,7 +21,7 @@ async def test_statements_commit_by_themselves_and_a_closed_connection_is_not_po
             first = await connection.fetchval("SELECT pg_backend_pid()")
 
         # The server ends that connection's process (a restart, an idle timeout, an administrator).
-        owner = await asyncpg.connect(async_url(migrated.database_url).replace("+asyncpg", "", 1))
+        owner = await asyncpg.connect(asyncpg_dsn(migrated.database_url))
         try:
             assert await owner.fetchval("SELECT pg_terminate_backend($1)", first)
         finally:

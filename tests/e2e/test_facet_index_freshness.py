@@ -24,16 +24,12 @@ from cortex_aggregator.facet_indexes import FacetIndexes, snapshot_transaction
 from cortex_aggregator.facets import facets
 from cortex_aggregator.feed import FeedConfig, FeedContext, feed
 from cortex_contracts.rpc import Facets, FacetsRequest, FeedFilters, FeedRequest
-from cortex_store.database import async_url, make_engine, make_sessionmaker
+from cortex_store.database import asyncpg_dsn, make_engine, make_sessionmaker
 from tests.infrastructure import Infrastructure
 
 pytestmark = pytest.mark.e2e
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
-
-
-def _dsn(database_url: str) -> str:
-    return async_url(database_url).replace("postgresql+asyncpg://", "postgresql://", 1)
 
 
 @dataclass
@@ -72,7 +68,7 @@ class Setup:
 @pytest.fixture
 async def setup(migrated: Infrastructure) -> AsyncIterator[Setup]:
     org = uuid.uuid4()
-    owner = await asyncpg.connect(_dsn(migrated.database_url))
+    owner = await asyncpg.connect(asyncpg_dsn(migrated.database_url))
     try:
         await owner.execute(
             "INSERT INTO organizations (id, slug, name) VALUES ($1, $2, 'facet index')", org, f"fi-{org.hex[:12]}"
@@ -82,7 +78,7 @@ async def setup(migrated: Infrastructure) -> AsyncIterator[Setup]:
     engine = make_engine(migrated.app_database_url, pool_size=4)
     sessions = make_sessionmaker(engine)
     try:
-        yield Setup(org, sessions, FacetIndexes(sessions), _dsn(migrated.database_url))
+        yield Setup(org, sessions, FacetIndexes(sessions), asyncpg_dsn(migrated.database_url))
     finally:
         await engine.dispose()
 
