@@ -112,9 +112,9 @@ async def fire(
     return Run(latencies, errors, time.perf_counter() - started, empty)
 
 
-async def search_ids(base_url: str, member: Member, q: str) -> list[str]:
+async def search_ids(base_url: str, member: Member, q: str, limit: int = 50) -> list[str]:
     async with httpx.AsyncClient(base_url=base_url, headers=member.headers, timeout=60) as http:
-        response = await http.get("/api/memory", params={"q": q, "limit": 50})
+        response = await http.get("/api/memory", params={"q": q, "limit": limit})
         response.raise_for_status()
         return [item["id"] for item in response.json()["items"]]
 
@@ -328,7 +328,7 @@ async def run_sizes(dep: Deployment, corpus: Corpus, sizes: Sequence[int], args:
                 for key, member in (("explain_ms", big), ("explain_ms_small_org", small)):
 
                     async def probe(q: str = q, member: Member = member) -> list[str]:
-                        return await search_ids(dep.base_url, member, q)
+                        return await search_ids(dep.base_url, member, q, args.limit)  # a page as measured
 
                     explained = await explain_search(connection, dep.postgres_log, probe)
                     plans[f"{'big' if member is big else 'small'} org, {size:,} chunks"] = explained
