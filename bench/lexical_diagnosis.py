@@ -46,7 +46,9 @@ from cortex_contracts.rpc import FeedFilters
 from cortex_embedded_servers import EmbeddedPostgres
 from cortex_embedding.local_model import load_local_embedder
 from cortex_indexer.indexing import EventMeta, IndexingContext, index_document
+from cortex_store.database import driver_connection
 from cortex_store.migrate import upgrade_async
+from cortex_store.org_reads import OrgReads
 from cortex_store.tenancy import bind_organization
 
 K = 10
@@ -155,11 +157,11 @@ async def diagnose(database_url: str, reindex: bool, hybrid: bool = False) -> di
         async with sessions() as session, session.begin():
             await bind_organization(session, org)
             where = document_filter(FeedFilters())
-            corpus = await CorpusStats().of(session, org)
+            reads = OrgReads(await driver_connection(session), walk_ef=None)  # the search path's view of it
+            corpus = await CorpusStats().of(reads, org)
             cortex = {
                 qid: [
-                    back[str(h.document_id)]
-                    for h in await retrieval.lexical_hits(session, org, q, where, DEPTH, corpus)
+                    back[str(h.document_id)] for h in await retrieval.lexical_hits(reads, org, q, where, DEPTH, corpus)
                 ]
                 for qid, q in data.queries.items()
             }

@@ -26,6 +26,7 @@ from cortex_store.tenancy import org_transaction
 from cortex_store.vector_text import vector_literal
 from tests.conftest import Org
 from tests.infrastructure import Infrastructure
+from tests.reads import reads_of
 
 pytestmark = pytest.mark.e2e
 
@@ -132,7 +133,7 @@ async def test_only_an_admitted_organization_walks_and_its_walk_reads_the_graph(
 ) -> None:
     documents = [await write(ctx, org, f"Passage {n}: notes on topic {n}.") for n in range(6)]
     async with org_transaction(sessions, org.id) as session:
-        assert not await retrieval.walks_graph(session, org.id, NO_FILTER, 0)  # outside the graph: scans
+        assert not await retrieval.walks_graph(await reads_of(session), org.id, NO_FILTER, 0)  # outside: scans
     async with sessions() as session, session.begin():
         assert await session.scalar(ENTER, {"org": org.id, "min_chunks": 5})
 
@@ -143,14 +144,15 @@ async def test_only_an_admitted_organization_walks_and_its_walk_reads_the_graph(
     query = [float(x) for x in stored]
     assert "kb_chunks_embedding_hnsw" in await walk_plan(sessions, org, query)
     async with org_transaction(sessions, org.id) as session:
-        assert await retrieval.walks_graph(session, org.id, NO_FILTER, 5)
-        assert not await retrieval.walks_graph(session, org.id, NO_FILTER, 6)  # admitted, yet few enough to scan
+        reads = await reads_of(session)
+        assert await retrieval.walks_graph(reads, org.id, NO_FILTER, 5)
+        assert not await retrieval.walks_graph(reads, org.id, NO_FILTER, 6)  # admitted, yet few enough to scan
         # As the aggregator plans an unfiltered search: generically, not knowing the org. Left to choose,
         # the planner sorts six rows rather than walk; told to walk, it must.
         await session.execute(text("SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"))
-        walked = await retrieval.dense_hits(session, org.id, query, NO_FILTER, 3, exact=False)
+        walked = await retrieval.dense_hits(reads, org.id, query, NO_FILTER, 3, exact=False)
         graph_scans = await session.scalar(HNSW_SCANS_SO_FAR)
-        scanned = await retrieval.dense_hits(session, org.id, query, NO_FILTER, 3, exact=True)
+        scanned = await retrieval.dense_hits(reads, org.id, query, NO_FILTER, 3, exact=True)
     assert graph_scans >= 1  # (a second, wider walk when other orgs' vectors crowd this one's out)
     assert [hit.document_id for hit in walked] == [hit.document_id for hit in scanned]
     assert walked[0].document_id == documents[4]

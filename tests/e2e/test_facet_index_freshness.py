@@ -52,7 +52,8 @@ class Setup:
         return {chip.value: chip.count for chip in (await self.facets(**filters)).type}
 
     async def feed_ids(self, limit: int = 100, **filters: list[Any]) -> list[uuid.UUID]:
-        ctx = FeedContext(self.sessions, CursorCodec(b"test"), None, FeedConfig(), self.indexes)
+        # (no search transaction: the feed without `q` reads the facet index and its own session)
+        ctx = FeedContext(None, CursorCodec(b"test"), None, FeedConfig(), self.indexes)
         ids: list[uuid.UUID] = []
         cursor = None
         while True:

@@ -20,6 +20,7 @@ from cortex_store.tenancy import org_transaction
 from tests.conftest import Org
 from tests.events import IndexedWatcher, publish_upsert, upsert_event
 from tests.infrastructure import Infrastructure
+from tests.reads import reads_of
 
 pytestmark = pytest.mark.e2e
 
@@ -62,14 +63,15 @@ async def test_one_statement_equals_each_leg_alone_exact_or_walking_the_graph_fi
     where = document_filter(FeedFilters())
 
     async with org_transaction(sessions, org.id) as session:
-        corpus = await CorpusStats().of(session, org.id)
-        lexical = await retrieval.lexical_hits(session, org.id, Q, where, DEPTH, corpus)
-        exact = await retrieval.dense_hits(session, org.id, vector, where, DEPTH, exact=True)
-        together = await retrieval.hybrid_hits(session, org.id, Q, vector, where, DEPTH, corpus, exact=True)
+        reads = await reads_of(session)
+        corpus = await CorpusStats().of(reads, org.id)
+        lexical = await retrieval.lexical_hits(reads, org.id, Q, where, DEPTH, corpus)
+        exact = await retrieval.dense_hits(reads, org.id, vector, where, DEPTH, exact=True)
+        together = await retrieval.hybrid_hits(reads, org.id, Q, vector, where, DEPTH, corpus, exact=True)
         # The walk must use the HNSW index (a tiny table would otherwise be scanned). It returns this
         # org's 3 of the 100 asked for at most — short — so the exact scan answers after it.
         await session.execute(text("SET LOCAL enable_seqscan = off"))
-        walked = await retrieval.hybrid_hits(session, org.id, Q, vector, where, DEPTH, corpus, exact=False)
+        walked = await retrieval.hybrid_hits(reads, org.id, Q, vector, where, DEPTH, corpus, exact=False)
 
     assert lexical and lexical[0].document_id == ids["Pricing"]
     assert {hit.document_id for hit in exact} == set(ids.values())
@@ -115,9 +117,10 @@ async def test_a_walk_whose_nearest_chunks_crowd_into_few_documents_still_fills_
     where = document_filter(FeedFilters())
 
     async with org_transaction(sessions, org.id) as session:
-        scanned = await retrieval.dense_hits(session, org.id, vector, where, 10, exact=True)
+        reads = await reads_of(session)
+        scanned = await retrieval.dense_hits(reads, org.id, vector, where, 10, exact=True)
         await session.execute(text("SET LOCAL enable_seqscan = off"))  # walk the graph, as for a big org
-        walked = await retrieval.dense_hits(session, org.id, vector, where, 10, exact=False)
+        walked = await retrieval.dense_hits(reads, org.id, vector, where, 10, exact=False)
 
     assert len(scanned) < 10  # what answered a short walk before
     assert len(walked) == 10

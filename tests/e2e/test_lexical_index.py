@@ -20,6 +20,7 @@ from cortex_store.tenancy import org_transaction
 from tests.conftest import Org, OrgFactory
 from tests.events import IndexedWatcher, delete_event, publish_delete, publish_upsert, upsert_event
 from tests.infrastructure import Infrastructure
+from tests.reads import reads_of
 
 pytestmark = pytest.mark.e2e
 
@@ -65,9 +66,10 @@ async def _assert_same_ranking(
     sessions: async_sessionmaker[AsyncSession], indexes: LexicalIndexes, org: uuid.UUID, q: str
 ) -> list[uuid.UUID]:
     async with org_transaction(sessions, org) as session:
-        corpus = await CorpusStats().of(session, org)  # exact: a small organization
-        in_sql = await retrieval.lexical_hits(session, org, q, document_filter(FeedFilters()), DEPTH, corpus)
-        ranked = await indexes.rank(session, org, q, DEPTH, retrieval.BM25_K1, retrieval.BM25_B)
+        reads = await reads_of(session)
+        corpus = await CorpusStats().of(reads, org)  # exact: a small organization
+        in_sql = await retrieval.lexical_hits(reads, org, q, document_filter(FeedFilters()), DEPTH, corpus)
+        ranked = await indexes.rank(reads.connection, org, q, DEPTH, retrieval.BM25_K1, retrieval.BM25_B)
     assert ranked is not None
     assert in_sql, f"nothing matched {q!r}"
     sql_ids, sql_scores = [hit.document_id for hit in in_sql], [hit.score for hit in in_sql]
@@ -110,7 +112,8 @@ async def test_a_bulk_change_loads_the_index_afresh_and_sql_ranks_meanwhile(
     await indexes.wait_loaded(org.id)
     await _publish(js, nats_client, org, {uuid.uuid4(): (body(i), 1) for i in range(3, 8)})
     async with org_transaction(sessions, org.id) as session:
-        during = await indexes.rank(session, org.id, QUERIES[0], DEPTH, retrieval.BM25_K1, retrieval.BM25_B)
+        connection = (await reads_of(session)).connection
+        during = await indexes.rank(connection, org.id, QUERIES[0], DEPTH, retrieval.BM25_K1, retrieval.BM25_B)
     assert during is None  # 5 changed documents, more than 4: loading afresh
     await indexes.wait_loaded(org.id)
     assert len(await _assert_same_ranking(sessions, indexes, org.id, "process")) == 8
@@ -130,10 +133,12 @@ async def test_indexes_past_the_memory_budget_are_dropped_least_recently_used_fi
     await indexes.wait_loaded(second.id)
     assert indexes.held_bytes() <= one + one // 2
     async with org_transaction(sessions, second.id) as session:
-        kept = await indexes.rank(session, second.id, "process", DEPTH, retrieval.BM25_K1, retrieval.BM25_B)
+        connection = (await reads_of(session)).connection
+        kept = await indexes.rank(connection, second.id, "process", DEPTH, retrieval.BM25_K1, retrieval.BM25_B)
     assert kept is not None and len(kept.ids) == 6
     async with org_transaction(sessions, first.id) as session:  # dropped: SQL ranks while it loads again
-        assert await indexes.rank(session, first.id, "process", DEPTH, retrieval.BM25_K1, retrieval.BM25_B) is None
+        connection = (await reads_of(session)).connection
+        assert await indexes.rank(connection, first.id, "process", DEPTH, retrieval.BM25_K1, retrieval.BM25_B) is None
 
 
 async def test_a_page_shows_the_matching_passage_before_and_after_the_index_loads(

@@ -1,7 +1,6 @@
 """The HNSW graph over `kb_chunks.embedding` (migration 0014): who is in it, and how a walk is planned."""
 
 from sqlalchemy import TextClause, text
-from sqlalchemy.ext.asyncio import AsyncSession
 
 # Up to this many embedded passages an organization is scanned exactly; past it the indexer admits it to
 # the graph, and the aggregator walks the graph for it.
@@ -16,21 +15,10 @@ EXACT_SCAN_MAX_CHUNKS = 5_000
 WALK_SETTINGS = "set_config('enable_sort', 'off', true), set_config('hnsw.ef_search', :ef, true)"
 TO_THE_GRAPH = text(f"SELECT {WALK_SETTINGS}")
 
-_MADE = "cortex.walk_settings"  # session.info: (the transaction, its ef_search) the settings were made in
 
-
-def walk_settings_made(session: AsyncSession, ef_search: int) -> None:
-    """Record that the session's transaction has just run `WALK_SETTINGS` with `ef_search` (folded into
-    another statement: one round trip fewer)."""
-    session.info[_MADE] = (session.sync_session.get_transaction(), ef_search)
-
-
-async def to_the_graph(session: AsyncSession, ef_search: int) -> None:
-    """`TO_THE_GRAPH` for the rest of the transaction, unless it already walks with `ef_search`."""
-    made = (session.sync_session.get_transaction(), ef_search)
-    if session.info.get(_MADE) != made:
-        await session.execute(TO_THE_GRAPH, {"ef": str(ef_search)})
-        session.info[_MADE] = made
+def walk_settings(ef_search: int) -> str:
+    """The same settings as `TO_THE_GRAPH`, as statements for a simple query (`org_reads`)."""
+    return f"SET LOCAL enable_sort = off; SET LOCAL hnsw.ef_search = {int(ef_search)}"
 
 
 def graph_candidates(restrict: str) -> TextClause:

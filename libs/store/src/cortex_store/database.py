@@ -13,6 +13,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, a
 
 log = logging.getLogger(__name__)
 
+# What a connection the server closed raises, depending on when asyncpg notices.
+CONNECTION_LOST = (asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError)
+
 
 def async_url(database_url: str) -> str:
     """Accept `postgresql://` / `postgres://` URLs too, and use the asyncpg driver."""

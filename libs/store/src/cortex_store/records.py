@@ -1,5 +1,5 @@
-"""Statements written with SQLAlchemy's `:name` parameters, run straight on the session's asyncpg
-connection: for the hottest reads of a search, without SQLAlchemy's per-statement and per-row work."""
+"""Statements written with SQLAlchemy's `:name` parameters, run straight on an asyncpg connection (or a
+session's): for the hottest reads of a search, without SQLAlchemy's per-statement and per-row work."""
 
 import functools
 import re
@@ -28,9 +28,13 @@ def positional(sql: str) -> tuple[str, tuple[str, ...]]:
     return _NAMED.sub(number, sql), tuple(names)
 
 
-async def fetch(session: AsyncSession, sql: str, params: Mapping[str, Any]) -> list[SimpleNamespace]:
-    """Rows of `sql` in the session's transaction, each with its columns as attributes."""
+async def fetch_on(connection: Any, sql: str, params: Mapping[str, Any]) -> list[SimpleNamespace]:
+    """Rows of `sql` on an asyncpg connection, each with its columns as attributes."""
     statement, names = positional(sql)
-    connection = await driver_connection(session)
     records = await connection.fetch(statement, *(params[name] for name in names))
     return [SimpleNamespace(**dict(record.items())) for record in records]
+
+
+async def fetch(session: AsyncSession, sql: str, params: Mapping[str, Any]) -> list[SimpleNamespace]:
+    """Rows of `sql` in the session's transaction, each with its columns as attributes."""
+    return await fetch_on(await driver_connection(session), sql, params)

@@ -11,12 +11,10 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from cortex_aggregator.expiring_lru import ExpiringLru
+from cortex_store.org_reads import OrgReads
 
-COUNT = text(
+COUNT = (
     "SELECT count(*)::float8 AS n, greatest(avg(token_count), 1)::float8 AS avgdl"
     " FROM kb_documents WHERE organization_id = :org AND deleted_at IS NULL"
 )
@@ -41,11 +39,11 @@ class CorpusStats:
         self._exact_below = exact_below
         self._known: ExpiringLru[uuid.UUID, Corpus] = ExpiringLru(ttl_seconds, MAX_ENTRIES, clock)
 
-    async def of(self, session: AsyncSession, org: uuid.UUID) -> Corpus:
+    async def of(self, reads: OrgReads, org: uuid.UUID) -> Corpus:
         known = self._known.get(org)
         if known is not None:
             return known
-        row = (await session.execute(COUNT, {"org": org})).one()
+        (row,) = await reads.fetch(COUNT, {"org": org})
         corpus = Corpus(row.n, row.avgdl)
         if corpus.documents >= self._exact_below:
             self._known.put(org, corpus)

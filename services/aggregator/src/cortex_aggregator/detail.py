@@ -7,6 +7,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator import items
 from cortex_contracts.rpc import ItemDetail, ItemRequest, Provenance, Ref, UploadRef
+from cortex_store.database import driver_connection
 from cortex_store.tenancy import org_transaction
 
 DOCUMENT = text("""
@@ -45,7 +46,7 @@ async def item_detail(sessions: async_sessionmaker[AsyncSession], request: ItemR
     # One snapshot: the title and the body, status and version are read by different statements, and a
     # new version committed between them would otherwise show half old, half new.
     async with org_transaction(sessions, org, one_snapshot=True) as session:
-        rows = await items.rows_by_id(session, org, [doc_id])
+        rows = await items.rows_by_id(await driver_connection(session), org, [doc_id])
         document = (await session.execute(DOCUMENT, {"org": org, "id": doc_id})).first()
         if doc_id not in rows or document is None:
             raise ItemNotFound(str(doc_id))

@@ -2,14 +2,13 @@
 
 import hashlib
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from cortex_aggregator import items, retrieval
 from cortex_aggregator.corpus_stats import CorpusStats
@@ -26,8 +25,8 @@ from cortex_aggregator.store_dense import store_dense_hits
 from cortex_contracts.memory_item import MemoryItem
 from cortex_contracts.rpc import FeedPage, FeedRequest, RetrievalMode, Sort
 from cortex_contracts.vector_store import VectorStore
-from cortex_store.ann_graph import WALK_SETTINGS, walk_settings_made
-from cortex_store.tenancy import ORG_SETTING
+from cortex_store.database import driver_connection
+from cortex_store.org_reads import OrgReads, org_reads
 
 # Each leg's depth for the first pages. bench.quality's CISI hybrid nDCG@10: 0.4445 at 50, 0.4428 at 100;
 # at 50 the HNSW walk is half as wide (bench.search at 10k: PostgreSQL ~5 ms a search, ~6.7 at 100).
@@ -45,7 +44,7 @@ class FeedConfig:
 
 @dataclass(frozen=True)
 class FeedContext:
-    sessions: async_sessionmaker[AsyncSession]
+    reads: Any  # asyncpg pool (org_reads.make_read_pool): a search's transaction
     cursors: CursorCodec
     embed_query: EmbedQuery | None
     config: FeedConfig
@@ -79,32 +78,19 @@ def _cursor_state(ctx: FeedContext, request: FeedRequest) -> dict[str, object] |
     return state
 
 
-# The service forces custom plans: filtered SQL needs plans made for its filter values (bootstrap.py).
-# An unfiltered search's statements plan as well generically (bench/search's EXPLAINs: custom and generic
-# alike), and planning them on every search cost ~2 ms of PostgreSQL: they reuse a generic plan. Forced:
-# left to choose ('auto'), PostgreSQL kept planning the BM25 refresh (~0.7 ms) and the HNSW walk, whose
-# generic plans it estimates dearer than their custom ones (in situ at 10k: 0.9 -> 0.2 ms and 1.5 -> 1.1).
-# The same statement makes the first page's walk settings (`ann_graph`): one round trip fewer when the
-# dense leg walks the graph, and harmless when it does not (no statement of a search sorts by choice).
-BIND = text(f"SELECT set_config('{ORG_SETTING}', :org, true)")
-BIND_REUSING_PLANS = text(
-    f"SELECT set_config('{ORG_SETTING}', :org, true), set_config('plan_cache_mode', 'force_generic_plan', true), "
-    f"{WALK_SETTINGS}"
-)
+def _search_transaction(pool: Any, org: uuid.UUID, where: DocumentFilter) -> AbstractAsyncContextManager[OrgReads]:
+    """A transaction bound to the organization, begun in one round trip with its plan settings.
 
-
-@asynccontextmanager
-async def _search_transaction(
-    sessions: async_sessionmaker[AsyncSession], org: uuid.UUID, where: DocumentFilter
-) -> AsyncIterator[AsyncSession]:
-    """A transaction bound to the organization, in one statement with the plan settings."""
-    async with sessions() as session, session.begin():
-        if where.active:
-            await session.execute(BIND, {"org": str(org)})
-        else:
-            await session.execute(BIND_REUSING_PLANS, {"org": str(org), "ef": str(retrieval.HNSW_EF_SEARCH)})
-            walk_settings_made(session, retrieval.HNSW_EF_SEARCH)
-        yield session
+    The service forces custom plans: filtered SQL needs plans made for its filter values (bootstrap.py).
+    An unfiltered search's statements plan as well generically (bench/search's EXPLAINs: custom and generic
+    alike), and planning them on every search cost ~2 ms of PostgreSQL: they reuse a generic plan. Forced:
+    left to choose ('auto'), PostgreSQL kept planning the BM25 refresh (~0.7 ms) and the HNSW walk, whose
+    generic plans it estimates dearer than their custom ones (in situ at 10k: 0.9 -> 0.2 ms and 1.5 -> 1.1).
+    The first page's walk settings (`ann_graph`) come with them: harmless when the dense leg does not walk
+    (no statement of a search sorts by choice)."""
+    if where.active:
+        return org_reads(pool, org)
+    return org_reads(pool, org, generic_plans=True, walk_ef=retrieval.HNSW_EF_SEARCH)
 
 
 async def feed(ctx: FeedContext, request: FeedRequest) -> FeedPage:
@@ -125,10 +111,12 @@ async def _recent(ctx: FeedContext, request: FeedRequest, state: dict[str, objec
         except (KeyError, TypeError, ValueError) as exc:
             raise BadCursor("cursor is not valid") from exc
     org = request.organization_id
+
+    async def page_rows(session: AsyncSession, keys: Sequence[Key]) -> dict[uuid.UUID, Any]:
+        return await items.rows_by_id(await driver_connection(session), org, [key.id for key in keys[: request.limit]])
+
     keys, rows = await ctx.indexes.read(
-        org,
-        lambda index: index.newest(request.filters, after, request.limit + 1),
-        lambda session, keys: items.rows_by_id(session, org, [key.id for key in keys[: request.limit]]),
+        org, lambda index: index.newest(request.filters, after, request.limit + 1), page_rows
     )
     page = [
         items.to_item(rows[key.id], items.shorten(rows[key.id].body_head))
@@ -145,7 +133,7 @@ async def _recent(ctx: FeedContext, request: FeedRequest, state: dict[str, objec
 
 async def _dense_leg(
     ctx: FeedContext,
-    session: AsyncSession,
+    reads: OrgReads,
     org: uuid.UUID,
     vector: list[float] | None,
     where: DocumentFilter,
@@ -154,20 +142,20 @@ async def _dense_leg(
     if vector is None:
         return []
     if ctx.vectors is not None:
-        return await store_dense_hits(session, ctx.vectors, org, vector, where, depth)
-    return await retrieval.dense_hits(session, org, vector, where, depth, exact=await _exact(ctx, session, org, where))
+        return await store_dense_hits(reads, ctx.vectors, org, vector, where, depth)
+    return await retrieval.dense_hits(reads, org, vector, where, depth, exact=await _exact(ctx, reads, org, where))
 
 
-async def _exact(ctx: FeedContext, session: AsyncSession, org: uuid.UUID, where: DocumentFilter) -> bool:
+async def _exact(ctx: FeedContext, reads: OrgReads, org: uuid.UUID, where: DocumentFilter) -> bool:
     async def walks() -> bool:
-        return await retrieval.walks_graph(session, org, where, ctx.config.exact_scan_max_chunks)
+        return await retrieval.walks_graph(reads, org, where, ctx.config.exact_scan_max_chunks)
 
     return await ctx.dense_plan.exact(org, where, walks)
 
 
 async def _legs(
     ctx: FeedContext,
-    session: AsyncSession,
+    reads: OrgReads,
     request: FeedRequest,
     where: DocumentFilter,
     query_vector: QueryVector | None,
@@ -183,20 +171,20 @@ async def _legs(
     # never fail for want of an embedder
     want_lexical = request.mode is not RetrievalMode.SEMANTIC or query_vector is None
     if want_lexical and ctx.lexical is not None and not where.active:
-        ranked = await ctx.lexical.rank(session, org, q, depth, retrieval.BM25_K1, retrieval.BM25_B)
+        ranked = await ctx.lexical.rank(reads.connection, org, q, depth, retrieval.BM25_K1, retrieval.BM25_B)
         if ranked is not None:
             lexical = [retrieval.Hit(doc, None, score) for doc, score in zip(ranked.ids, ranked.scores, strict=True)]
-            dense = await _dense_leg(ctx, session, org, await resolved(query_vector), where, depth)
+            dense = await _dense_leg(ctx, reads, org, await resolved(query_vector), where, depth)
             return Legs(lexical, dense, ranked.weights)
     vector = await resolved(query_vector)
-    corpus = await ctx.corpus_stats.of(session, org) if want_lexical else None
+    corpus = await ctx.corpus_stats.of(reads, org) if want_lexical else None
     if corpus is None:
-        return Legs([], await _dense_leg(ctx, session, org, vector, where, depth), {})
+        return Legs([], await _dense_leg(ctx, reads, org, vector, where, depth), {})
     if vector is None or ctx.vectors is not None:
-        lexical = await retrieval.lexical_hits(session, org, q, where, depth, corpus)
-        return Legs(lexical, await _dense_leg(ctx, session, org, vector, where, depth), {})
-    exact = await _exact(ctx, session, org, where)
-    lexical, dense = await retrieval.hybrid_hits(session, org, q, vector, where, depth, corpus, exact=exact)
+        lexical = await retrieval.lexical_hits(reads, org, q, where, depth, corpus)
+        return Legs(lexical, await _dense_leg(ctx, reads, org, vector, where, depth), {})
+    exact = await _exact(ctx, reads, org, where)
+    lexical, dense = await retrieval.hybrid_hits(reads, org, q, vector, where, depth, corpus, exact=exact)
     return Legs(lexical, dense, {})
 
 
@@ -227,11 +215,11 @@ async def _ranked_page(
 ) -> FeedPage:
     org, config = request.organization_id, ctx.config
     rerankers, reranking = ctx.rerankers, None
-    async with _search_transaction(ctx.sessions, org, where) as session:
+    async with _search_transaction(ctx.reads, org, where) as reads:
         # A page beyond the reranked head keeps its order: the head's new order does not reach it.
         if rerankers is not None and request.sort is not Sort.UPDATED and offset < rerankers.candidates:
-            reranking = await rerankers.of(session, org)
-        legs = await _legs(ctx, session, request, where, query_vector, depth)
+            reranking = await rerankers.of(reads, org)
+        legs = await _legs(ctx, reads, request, where, query_vector, depth)
         lexical, dense = legs.lexical, legs.dense
         fused = reciprocal_rank_fusion(
             [
@@ -242,7 +230,7 @@ async def _ranked_page(
         )
         best_chunk = {hit.document_id: hit.chunk_id for hit in [*reversed(dense), *reversed(lexical)]}
         if request.sort is Sort.UPDATED:
-            rows = await items.rows_by_id(session, org, [doc for doc, _ in fused])
+            rows = await items.rows_by_id(reads.connection, org, [doc for doc, _ in fused])
             scores = dict(fused)
             ordered = sorted(rows.values(), key=lambda row: (row.updated_at, row.id), reverse=True)
             fused = [(row.id, scores[row.id]) for row in ordered]
@@ -250,7 +238,7 @@ async def _ranked_page(
         # The head's rows, to rerank it, and the page's, wherever the head's new order puts it.
         wanted = fused[: max(len(head), offset + request.limit)] if head else fused[offset : offset + request.limit]
         picks = [(doc, best_chunk[doc]) for doc, _ in wanted]
-        rows = await items.rows_with_passages(session, org, picks, legs.weights)
+        rows = await items.rows_with_passages(reads.connection, org, picks, legs.weights)
     if reranking and head:  # outside the transaction: it may take a while
         texts = [passage_text(rows.get(doc)) for doc, _ in head]
         fused = await reranking.reorder(request.q or "", head, texts) + fused[len(head) :]

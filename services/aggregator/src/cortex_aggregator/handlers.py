@@ -1,8 +1,9 @@
 """Entry points for `rpc.aggregator.*`: bytes in, one reply out, whatever happens.
 
-Connections are taken from the pool without a pre-ping (three round trips each). A connection the
+Connections are taken from the pools without a pre-ping (three round trips each). A connection the
 server closed since (a restart, an idle timeout) fails its statement instead; SQLAlchemy then discards
-the pool's stale connections, and the request — every one is a read — is worked once more.
+its pool's stale connections (asyncpg's pool, of searches, replaces a closed one on its own), and the
+request — every one is a read — is worked once more.
 """
 
 import logging
@@ -15,6 +16,7 @@ from sqlalchemy.exc import DBAPIError
 from cortex_aggregator.cursor import BadCursor
 from cortex_aggregator.detail import ItemNotFound
 from cortex_contracts.rpc import Reply, RpcError
+from cortex_store.database import CONNECTION_LOST
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +34,8 @@ def rpc_handler(
         except DBAPIError as exc:
             if not exc.connection_invalidated:
                 raise
+            return await work(request)
+        except CONNECTION_LOST:
             return await work(request)
 
     async def handle(payload: bytes) -> bytes:

@@ -4,9 +4,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from cortex_contracts.memory_item import ItemKind, MemoryItem
 from cortex_store import records
 
@@ -85,13 +82,13 @@ def to_item(row: Any, snippet: str, score: float | None = None) -> MemoryItem:
     )
 
 
-async def rows_by_id(session: AsyncSession, org: uuid.UUID, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Any]:
-    result = await session.execute(text(BY_IDS), {"org": org, "ids": list(ids)})
-    return {row.id: row for row in result}
+async def rows_by_id(connection: Any, org: uuid.UUID, ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, Any]:
+    """Rows by document id, read on `connection` (asyncpg's, in a transaction bound to `org`)."""
+    return {row.id: row for row in await records.fetch_on(connection, BY_IDS, {"org": org, "ids": list(ids)})}
 
 
 async def rows_with_passages(
-    session: AsyncSession,
+    connection: Any,
     org: uuid.UUID,
     picks: Sequence[tuple[uuid.UUID, int | None]],
     weights: Mapping[str, float] | None = None,
@@ -106,4 +103,4 @@ async def rows_with_passages(
         "lexemes": list(words),
         "weights": list(words.values()),
     }
-    return {row.id: row for row in await records.fetch(session, WITH_PASSAGES, params)}
+    return {row.id: row for row in await records.fetch_on(connection, WITH_PASSAGES, params)}

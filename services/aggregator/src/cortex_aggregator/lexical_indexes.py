@@ -148,14 +148,14 @@ class LexicalIndexes:
         return entry.loading
 
     async def rank(
-        self, session: AsyncSession, organization_id: uuid.UUID, q: str, n: int, k1: float, b: float
+        self, connection: Any, organization_id: uuid.UUID, q: str, n: int, k1: float, b: float
     ) -> Ranked | None:
-        """The lexical leg from memory, the index first brought to the present; None while it loads."""
+        """The lexical leg from memory, the index first brought to the present (on `connection`, asyncpg's,
+        in a transaction bound to the organization); None while it loads."""
         entry = self._entry(organization_id)
         if entry.index is None:
             self._start_loading(organization_id, entry)
             return None
-        connection = await driver_connection(session)
         async with entry.turn:
             limit = self._reload_above + 1
             rows = await connection.fetch(REFRESH_SQL, organization_id, str(entry.xmin), q, limit)

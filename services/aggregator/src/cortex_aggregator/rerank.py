@@ -18,19 +18,20 @@ from typing import Protocol
 
 from opentelemetry import metrics
 from opentelemetry.metrics import Counter
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from cortex_aggregator.expiring_lru import ExpiringLru
 from cortex_plugins import PluginRegistry
 from cortex_plugins.builtins.identity_reranker import NAME as IDENTITY
-from cortex_plugins.choices import org_choices
 from cortex_plugins.errors import PluginUnavailable
 from cortex_plugins.rerankers import Reranker
+from cortex_store.models import PluginChoice
+from cortex_store.org_reads import OrgReads
 
 log = logging.getLogger(__name__)
 
 CATEGORY = "reranker"
 MAX_ORGANIZATIONS = 1024
+CHOSEN = f"SELECT plugin FROM {PluginChoice.__tablename__} WHERE organization_id = :org AND category = :category"
 
 
 class Row(Protocol):
@@ -80,17 +81,17 @@ class OrgRerankers:
             "cortex.aggregator.rerank.failures", description="Searches whose reranker failed: fused order kept"
         )
 
-    async def of(self, session: AsyncSession, organization_id: uuid.UUID) -> Reranking | None:
-        """The organization's reranking; None for `none`. `session` is bound to the organization."""
+    async def of(self, reads: OrgReads, organization_id: uuid.UUID) -> Reranking | None:
+        """The organization's reranking; None for `none`. `reads` is bound to the organization."""
         known = self._chosen.get(organization_id)
         if known is None:
-            known = (await self._resolve(session, organization_id),)
+            known = (await self._resolve(reads, organization_id),)
             self._chosen.put(organization_id, known)
         return known[0]
 
-    async def _resolve(self, session: AsyncSession, organization_id: uuid.UUID) -> Reranking | None:
+    async def _resolve(self, reads: OrgReads, organization_id: uuid.UUID) -> Reranking | None:
         pinned = self._registry.pin(CATEGORY) is not None
-        choice = None if pinned else (await org_choices(session, organization_id)).get(CATEGORY)
+        choice = None if pinned else await reads.fetchval(CHOSEN, {"org": organization_id, "category": CATEGORY})
         try:
             plugin = self._registry.active(CATEGORY, choice)
         except PluginUnavailable as exc:

@@ -7,13 +7,10 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from cortex_aggregator.corpus_stats import Corpus
 from cortex_aggregator.filters import DocumentFilter
-from cortex_store import records
-from cortex_store.ann_graph import graph_candidates, to_the_graph
+from cortex_store.ann_graph import graph_candidates
+from cortex_store.org_reads import OrgReads
 from cortex_store.vector_text import vector_literal
 
 HNSW_EF_SEARCH = 150  # the first pages' need (k = 3 x feed.CANDIDATES_PER_LEG)
@@ -131,13 +128,13 @@ def _dense_params(org: uuid.UUID, vector: list[float], where: DocumentFilter, n:
 
 
 async def lexical_hits(
-    session: AsyncSession, org: uuid.UUID, q: str, where: DocumentFilter, n: int, corpus: Corpus
+    reads: OrgReads, org: uuid.UUID, q: str, where: DocumentFilter, n: int, corpus: Corpus
 ) -> list[Hit]:
-    return _hits(await session.execute(text(_lexical(where)), _lexical_params(org, q, where, n, corpus)))
+    return _hits(await reads.fetch(_lexical(where), _lexical_params(org, q, where, n, corpus)))
 
 
 async def hybrid_hits(
-    session: AsyncSession,
+    reads: OrgReads,
     org: uuid.UUID,
     q: str,
     vector: list[float],
@@ -150,34 +147,34 @@ async def hybrid_hits(
     """Both legs in one round trip: (lexical, dense), each best first. The dense leg as `dense_hits` does it
     (a short HNSW walk, or a page deeper than its ef_search allows, is answered by `dense_hits` after)."""
     if not exact and n * 3 > HNSW_EF_SEARCH:
-        return await lexical_hits(session, org, q, where, n, corpus), await dense_hits(
-            session, org, vector, where, n, exact=False
+        return await lexical_hits(reads, org, q, where, n, corpus), await dense_hits(
+            reads, org, vector, where, n, exact=False
         )
     if not exact:
-        await to_the_graph(session, HNSW_EF_SEARCH)
+        await reads.walk_with(HNSW_EF_SEARCH)
     statement = (
         f"SELECT 'lexical' AS leg, document_id, chunk_id, score FROM ({_lexical(where)}) lexical\n"
         f"UNION ALL\nSELECT 'dense', document_id, chunk_id, score FROM ({_dense(where, exact=exact)}) dense"
     )
     params = _lexical_params(org, q, where, n, corpus) | _dense_params(org, vector, where, n)
-    rows = (await session.execute(text(statement), params)).all()
+    rows = await reads.fetch(statement, params)
     lexical = _best_first(_hits(row for row in rows if row.leg == "lexical"))
     dense = _best_first(_hits(row for row in rows if row.leg == "dense"))
     if not exact and len(dense) < n:  # the HNSW walk came back short
-        dense = await _wider_walk_or_scan(session, _dense_params(org, vector, where, n), where, n)
+        dense = await _wider_walk_or_scan(reads, _dense_params(org, vector, where, n), where, n)
     return lexical, dense
 
 
-async def walks_graph(session: AsyncSession, org: uuid.UUID, where: DocumentFilter, limit: int) -> bool:
+async def walks_graph(reads: OrgReads, org: uuid.UUID, where: DocumentFilter, limit: int) -> bool:
     """Whether the org is in the HNSW graph (admitted by the indexer, migration 0014) and more than
     `limit` of its (filtered) chunks are embedded; counts no further than that, and not at all for an
     org outside the graph."""
     params = {"org": org, "cap": limit + 1, **where.params}
-    return int(await session.scalar(graph_candidates(_restrict(where)), params) or 0) > limit
+    return int(await reads.fetchval(graph_candidates(_restrict(where)).text, params) or 0) > limit
 
 
 async def dense_hits(
-    session: AsyncSession,
+    reads: OrgReads,
     org: uuid.UUID,
     vector: list[float],
     where: DocumentFilter,
@@ -189,20 +186,18 @@ async def dense_hits(
     whenever the approximate walks came back short."""
     params = _dense_params(org, vector, where, n)
     if exact:
-        return _hits(await records.fetch(session, _dense(where, exact=True), params))
-    hits = await _walk(session, params, where, n * 3)
-    return hits if len(hits) >= n else await _wider_walk_or_scan(session, params, where, n)
+        return _hits(await reads.fetch(_dense(where, exact=True), params))
+    hits = await _walk(reads, params, where, n * 3)
+    return hits if len(hits) >= n else await _wider_walk_or_scan(reads, params, where, n)
 
 
-async def _walk(session: AsyncSession, params: dict[str, Any], where: DocumentFilter, k: int) -> list[Hit]:
+async def _walk(reads: OrgReads, params: dict[str, Any], where: DocumentFilter, k: int) -> list[Hit]:
     """The documents of the `k` nearest chunks HNSW finds (ef_search `k`, at least the default)."""
-    await to_the_graph(session, min(max(k, HNSW_EF_SEARCH), HNSW_EF_SEARCH_MAX))
-    return _hits(await records.fetch(session, _dense(where, exact=False), params | {"k": k}))
+    await reads.walk_with(min(max(k, HNSW_EF_SEARCH), HNSW_EF_SEARCH_MAX))
+    return _hits(await reads.fetch(_dense(where, exact=False), params | {"k": k}))
 
 
-async def _wider_walk_or_scan(
-    session: AsyncSession, params: dict[str, Any], where: DocumentFilter, n: int
-) -> list[Hit]:
+async def _wider_walk_or_scan(reads: OrgReads, params: dict[str, Any], where: DocumentFilter, n: int) -> list[Hit]:
     """After a walk that found fewer than `n` documents: HNSW again, as wide as pgvector walks, then the
     exact scan if that is short too.
 
@@ -212,7 +207,7 @@ async def _wider_walk_or_scan(
     then the exact scan, taking as many chunks, is just as short, and at 100k chunks costs ~100 ms where
     a wider walk costs a few."""
     if n * 3 < HNSW_EF_SEARCH_MAX:
-        hits = await _walk(session, params, where, HNSW_EF_SEARCH_MAX)
+        hits = await _walk(reads, params, where, HNSW_EF_SEARCH_MAX)
         if len(hits) >= n:
             return hits
-    return _hits(await records.fetch(session, _dense(where, exact=True), params))
+    return _hits(await reads.fetch(_dense(where, exact=True), params))

@@ -85,7 +85,14 @@ class AggregatorSettings(BaseSettings):
         description="The most memory the in-memory BM25 indexes may hold together, least recently used dropped "
         "(the organization being searched is always kept).",
     )
-    pool_size: int = Field(default=8, ge=1)
+    pool_size: int = Field(
+        default=8,
+        ge=1,
+        description=(
+            "Database connections of one copy: up to this many for searches (asyncpg's pool: org_reads), and this "
+            "many plus as many again under load for everything else (SQLAlchemy's pool)."
+        ),
+    )
     log_level: str = "INFO"
     trace_exporter: TraceExporter = Field(
         default=TraceExporter.NONE,

@@ -8,23 +8,19 @@ results whenever k exist — the store does not know the facets.
 import uuid
 from collections.abc import Sequence
 
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from cortex_aggregator.filters import DocumentFilter
 from cortex_aggregator.retrieval import Hit
 from cortex_contracts.vector_store import VectorStore
+from cortex_store.org_reads import OrgReads
 
 
-async def _matching_documents(session: AsyncSession, org: uuid.UUID, where: DocumentFilter) -> frozenset[uuid.UUID]:
-    statement = text(
-        f"SELECT d.id FROM kb_documents d WHERE d.organization_id = :org AND d.deleted_at IS NULL{where.sql}"
-    )
-    return frozenset(await session.scalars(statement, {"org": org, **where.params}))
+async def _matching_documents(reads: OrgReads, org: uuid.UUID, where: DocumentFilter) -> frozenset[uuid.UUID]:
+    statement = f"SELECT d.id FROM kb_documents d WHERE d.organization_id = :org AND d.deleted_at IS NULL{where.sql}"
+    return frozenset(row.id for row in await reads.fetch(statement, {"org": org, **where.params}))
 
 
 async def store_dense_hits(
-    session: AsyncSession,
+    reads: OrgReads,
     store: VectorStore,
     org: uuid.UUID,
     vector: Sequence[float],
@@ -32,7 +28,7 @@ async def store_dense_hits(
     n: int,
 ) -> list[Hit]:
     """Top `n` documents by their nearest chunk, best first."""
-    documents = await _matching_documents(session, org, where) if where.active else None
+    documents = await _matching_documents(reads, org, where) if where.active else None
     best: dict[uuid.UUID, Hit] = {}
     for hit in await store.search(org, vector, n * 3, document_ids=documents):
         if hit.document_id not in best:  # hits come best first: the first is the document's nearest chunk

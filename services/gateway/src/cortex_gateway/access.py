@@ -18,16 +18,14 @@ from typing import Any
 
 import asyncpg
 
-from cortex_store.database import asyncpg_dsn
+from cortex_store.database import CONNECTION_LOST, asyncpg_dsn
 from cortex_store.models import MemberRole
 
 APPLICATION_NAME = "cortex-gateway-access"  # how its connections show in pg_stat_activity
 CALLER_ACCESS = "SELECT organization_id, tenant_id, role, api_key_id FROM cortex_caller_access($1, $2, $3)"
 
-# What a connection the server closed raises, depending on when asyncpg notices; and what connecting to
-# a server that is down or starting raises.
-_CONNECTION_LOST = (asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError)
-_UNREACHABLE = (*_CONNECTION_LOST, OSError, TimeoutError)
+# A closed connection (`CONNECTION_LOST`), and what connecting to a server that is down or starting raises.
+_UNREACHABLE = (*CONNECTION_LOST, OSError, TimeoutError)
 
 
 class DatabaseUnreachable(Exception):
@@ -72,7 +70,7 @@ async def caller_access(
     try:
         try:
             row = await _lookup(pool, slug, user_id, key_hash)
-        except _CONNECTION_LOST:
+        except CONNECTION_LOST:
             row = await _lookup(pool, slug, user_id, key_hash)  # on a fresh connection: the closed one is gone
     except _UNREACHABLE as exc:
         raise DatabaseUnreachable(f"{type(exc).__name__}: {exc}") from exc
