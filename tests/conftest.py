@@ -12,11 +12,13 @@ from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from cortex_cli.organizations import ensure_membership
 from cortex_gateway.tokens import issue_token
 from cortex_messaging.connection import connect
 from cortex_messaging.streams import ensure_streams
+from cortex_store.database import make_engine
 from cortex_store.migrate import upgrade_async
 from cortex_store.models import MemberRole
 from tests.infrastructure import Infrastructure, infrastructure
@@ -44,6 +46,14 @@ def infra() -> Iterator[Infrastructure]:
 async def migrated(infra: Infrastructure) -> Infrastructure:
     await upgrade_async(infra.database_url)
     return infra
+
+
+@pytest.fixture
+async def owner(migrated: Infrastructure) -> AsyncIterator[AsyncEngine]:
+    """An engine as the database's owner: outside row-level security (e.g. to terminate backends)."""
+    engine = make_engine(migrated.database_url, pool_size=1)
+    yield engine
+    await engine.dispose()
 
 
 @pytest.fixture(scope="session")

@@ -1,27 +1,16 @@
 """The aggregator takes pooled connections without a pre-ping; when the server has closed them, requests
 still answer (the request is worked once more on a fresh connection)."""
 
-from collections.abc import AsyncIterator
-
 import pytest
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.pool import Pool
 
 from cortex_aggregator.bootstrap import APPLICATION_NAME
-from cortex_store.database import make_engine
 from tests.backends import terminate_backends
 from tests.conftest import OrgFactory
-from tests.infrastructure import Infrastructure
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-async def owner(migrated: Infrastructure) -> AsyncIterator[AsyncEngine]:
-    engine = make_engine(migrated.database_url, pool_size=1)
-    yield engine
-    await engine.dispose()
 
 
 async def test_requests_go_on_after_the_server_closed_the_aggregators_connections(

@@ -48,13 +48,6 @@ async def access_pool(migrated: Infrastructure) -> AsyncIterator[asyncpg.Pool]:
         yield pool
 
 
-@pytest.fixture
-async def owner(migrated: Infrastructure) -> AsyncIterator[AsyncEngine]:
-    engine = make_engine(migrated.database_url, pool_size=1)
-    yield engine
-    await engine.dispose()
-
-
 async def test_it_answers_for_live_members_and_keys_of_the_named_organization_only(
     make_org: OrgFactory, access_pool: asyncpg.Pool, owner: AsyncEngine, migrated: Infrastructure
 ) -> None:

@@ -20,7 +20,7 @@ from cortex_aggregator import retrieval
 from cortex_aggregator.feed import _search_transaction
 from cortex_aggregator.filters import DocumentFilter, document_filter
 from cortex_contracts.rpc import FeedFilters
-from cortex_store.database import CONNECTION_LOST, make_engine
+from cortex_store.database import CONNECTION_LOST
 from cortex_store.org_reads import OrgReads, make_read_pool, org_reads
 from tests.backends import terminate_backends
 from tests.conftest import Org, OrgFactory
@@ -52,13 +52,6 @@ async def pool(migrated: Infrastructure) -> AsyncIterator[Any]:
     server_settings = {"application_name": APPLICATION_NAME, "plan_cache_mode": "force_custom_plan"}
     async with make_read_pool(migrated.app_database_url, size=1, server_settings=server_settings) as pool:
         yield pool
-
-
-@pytest.fixture
-async def owner(migrated: Infrastructure) -> AsyncIterator[AsyncEngine]:
-    engine = make_engine(migrated.database_url, pool_size=1)
-    yield engine
-    await engine.dispose()
 
 
 async def statements_sent(pool: Any) -> list[str]:
