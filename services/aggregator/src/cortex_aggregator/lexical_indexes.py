@@ -31,6 +31,7 @@ from cortex_aggregator.lexical_index import DocumentPostings, LexicalIndex, Rank
 from cortex_aggregator.lru import entry_of
 from cortex_store.database import driver_connection
 from cortex_store.tenancy import org_transaction
+from cortex_telemetry.heap import collector_held
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,10 @@ def _documents(rows: Sequence[Any]) -> list[DocumentPostings]:
         for row in rows
         if row["id"] is not None
     ]
+
+
+def _built(rows: Sequence[Any]) -> LexicalIndex:
+    return LexicalIndex.built(_documents(rows))
 
 
 class _Entry:
@@ -184,14 +189,17 @@ class LexicalIndexes:
     async def _load(self, organization_id: uuid.UUID, entry: _Entry) -> None:
         started = time.perf_counter()
         try:
-            async with org_transaction(self._sessions, organization_id) as session:
-                rows = await (await driver_connection(session)).fetch(LOAD_SQL, organization_id)
-            index = await asyncio.to_thread(lambda: LexicalIndex.built(_documents(rows)))
+            with collector_held():
+                async with org_transaction(self._sessions, organization_id) as session:
+                    rows = await (await driver_connection(session)).fetch(LOAD_SQL, organization_id)
+                index = await asyncio.to_thread(_built, rows)
+                xmin = int(rows[0]["xmin"])
+                del rows  # freed while the collector is held: no full pass over them
         except Exception:
             log.exception("loading the lexical index of %s failed; searches rank in SQL meanwhile", organization_id)
             return
         async with entry.turn:
-            entry.index, entry.xmin = index, int(rows[0]["xmin"])
+            entry.index, entry.xmin = index, xmin
         self._within_budget(keep=organization_id)
         log.info(
             "lexical index of %s loaded: %d documents, %d postings, %.1f MB in %.2f s",
