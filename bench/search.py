@@ -11,7 +11,10 @@ also bulk-loaded into a third organization to prove the loader writes what the i
 (bench/fidelity.py). At each size: a warm-up (until the aggregator has loaded the org's BM25 index), then
 `--requests` searches from `--concurrency` clients at once (asyncio with a minimal keep-alive HTTP client,
 bench/http_client.py), queries drawn from the corpus vocabulary; p50/p95/p99/mean, the CPU each
-process spent per request, then the growth factors between sizes. A sanity check searches the small
+process spent per request, then the growth factors between sizes. Every query is sent once, except in
+one run made to repeat them: the aggregator keeps recent query vectors, so the measured searches
+embed every query, and then the same searches are sent again (as a next page or a facet clicked
+beside a search would be) to show what the kept vectors save. A sanity check searches the small
 organization (it must find its own documents, and only those), and its latency is measured too, as is
 one client alone. With `--explain` (the default, embedded PostgreSQL only) every statement of one search
 is captured from the server log and EXPLAIN ANALYZEd (bench/explain.py; plans in
@@ -55,7 +58,6 @@ from cortex_messaging.connection import connect
 from cortex_store.database import asyncpg_dsn
 
 SMALL_ORG_PASSAGES = 60
-QUERY_POOL = 400
 SMALL_ORG_REQUESTS = 100
 FIDELITY_PASSAGES = 3
 IDLE_CORES = 0.15
@@ -68,7 +70,26 @@ class Corpus:
     small: list[Passage]
     real_vectors: Vectors  # for big[:len(real_vectors)]
     small_vectors: Vectors
-    queries: list[str]
+    queries: list[str]  # sent once each (QueryDeck), except by the run that repeats the measured ones
+
+
+class QueryDeck:
+    """Queries never sent before, handed out in order."""
+
+    def __init__(self, queries: list[str]) -> None:
+        self._queries = queries
+        self._next = 0
+
+    def take(self, n: int) -> list[str]:
+        if self._next + n > len(self._queries):
+            raise RuntimeError(f"the bench drew {len(self._queries)} distinct queries: too few for this run")
+        taken = self._queries[self._next : self._next + n]
+        self._next += n
+        return taken
+
+
+def queries_per_size(args: argparse.Namespace) -> int:
+    return int(args.requests + args.warmup + SMALL_ORG_REQUESTS + args.single_requests)
 
 
 @dataclass(frozen=True)
@@ -170,12 +191,21 @@ def _measure_query_embedding(queries: Sequence[str]) -> dict[str, Any]:
     return summaries
 
 
-def build_corpus(args: argparse.Namespace, max_size: int) -> tuple[Corpus, dict[str, float]]:
+def distinct_queries(seed: int, count: int) -> list[str]:
+    asker = TextGenerator(seed)
+    queries: dict[str, None] = {}
+    for _ in range(count * 20):  # the generator can make ~14k distinct ones
+        queries[asker.query()] = None
+        if len(queries) == count:
+            break
+    return list(queries)
+
+
+def build_corpus(args: argparse.Namespace, sizes: Sequence[int]) -> tuple[Corpus, dict[str, float]]:
     generator = TextGenerator(args.seed)
-    big = dataset.make_passages(generator, max_size)
+    big = dataset.make_passages(generator, sizes[-1])
     small = dataset.make_passages(generator, SMALL_ORG_PASSAGES)
-    asker = TextGenerator(args.seed + 1)
-    queries = list(dict.fromkeys(asker.query() for _ in range(QUERY_POOL * 3)))[:QUERY_POOL]
+    queries = distinct_queries(args.seed + 1, len(sizes) * queries_per_size(args))
     model = load_local_embedder()
     if model is None:
         raise SystemExit("the local embedding model is not installed: search would be lexical-only")
@@ -217,11 +247,11 @@ async def settle_seconds(meter: CpuMeter, limit: float = 300.0) -> float:
 
 
 async def measure_size(
-    dep: Deployment, big: Member, small: Member, corpus: Corpus, size: int, args: argparse.Namespace
+    dep: Deployment, big: Member, small: Member, deck: QueryDeck, size: int, args: argparse.Namespace
 ) -> dict[str, Any]:
-    queries = corpus.queries
+    queries = deck.take(args.requests)
     loads_before = lexical_index_loads(dep, big)
-    warmup = await fire(dep.base_url, big.headers, queries[::-1], args.warmup, args.concurrency, args.limit)
+    warmup = await fire(dep.base_url, big.headers, deck.take(args.warmup), args.warmup, args.concurrency, args.limit)
     if warmup.errors:
         print(f"        warm-up errors at {size:,} chunks: {warmup.errors} (504: the gateway's RPC timeout)")
     waited = await lexical_index_loaded(dep, big, loads_before)
@@ -232,8 +262,14 @@ async def measure_size(
     settle = await settle_seconds(meter)
     served = max(1, args.requests)  # answered or not, each request cost what it cost
     cpu_ms = {name: 1000 * seconds / served for name, seconds in cpu.items() if name not in ("wall", "cores")}
-    small_run = await fire(dep.base_url, small.headers, queries, SMALL_ORG_REQUESTS, args.concurrency, args.limit)
-    alone = await fire(dep.base_url, big.headers, queries, args.single_requests, 1, args.limit)
+    before = meter.snapshot()
+    again = await fire(dep.base_url, big.headers, queries, args.requests, args.concurrency, args.limit)
+    cpu_again = usage(before, meter.snapshot())
+    await settle_seconds(meter)
+    small_run = await fire(
+        dep.base_url, small.headers, deck.take(SMALL_ORG_REQUESTS), SMALL_ORG_REQUESTS, args.concurrency, args.limit
+    )
+    alone = await fire(dep.base_url, big.headers, deck.take(args.single_requests), args.single_requests, 1, args.limit)
     return {
         "size": size,
         "latency_ms": latency_summary(run.latencies) if run.latencies else None,
@@ -249,6 +285,11 @@ async def measure_size(
         "busy_after_last_answer_seconds": settle,
         "cpu_ms_per_request": cpu_ms,
         "cpu_busy_share": sum(cpu_ms.values()) * served / 1000 / (cpu["wall"] * cpu["cores"]),
+        "repeated_latency_ms": latency_summary(again.latencies) if again.latencies else None,
+        "repeated_errors": again.errors,
+        "repeated_cpu_ms_per_request": {
+            name: 1000 * seconds / served for name, seconds in cpu_again.items() if name not in ("wall", "cores")
+        },
     }
 
 
@@ -292,6 +333,7 @@ async def run_sizes(dep: Deployment, corpus: Corpus, sizes: Sequence[int], args:
         fidelity = await load_small_org(dep, connection, small, corpus, now)
         print(f"small org: {len(corpus.small)} documents indexed by the real pipeline; {fidelity}", flush=True)
         loaded = 0
+        deck = QueryDeck(corpus.queries)
         for size in sizes:
             started = time.perf_counter()
             real_end = min(size, len(corpus.real_vectors))
@@ -320,7 +362,7 @@ async def run_sizes(dep: Deployment, corpus: Corpus, sizes: Sequence[int], args:
                 f"documents, that title's document #{check['rank_of_titled_document']}; big org shows none of them ✓",
                 flush=True,
             )
-            result = await measure_size(dep, big, small, corpus, size, args)
+            result = await measure_size(dep, big, small, deck, size, args)
             result |= {"load_seconds": load_seconds, "sanity": check, "storage": await dataset.storage(connection)}
             if args.explain and dep.postgres_log is not None:
                 q = corpus.queries[0]
@@ -357,6 +399,14 @@ def _print_size(result: dict[str, Any]) -> None:
         f"{result['waited_for_lexical_index_seconds']:.1f} s for the in-memory BM25 index)",
         flush=True,
     )
+    repeated = result["repeated_latency_ms"]
+    if repeated is not None:
+        print(
+            f"        the same searches again (query vectors kept): p50 {repeated['p50']:.1f} ms  p99 "
+            f"{repeated['p99']:.1f} ms; aggregator CPU {result['repeated_cpu_ms_per_request']['aggregator']:.1f} "
+            f"ms a search, against {result['cpu_ms_per_request']['aggregator']:.1f} when each was new",
+            flush=True,
+        )
 
 
 def _write_plans(plans: dict[str, list[Explained]]) -> None:
@@ -503,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     sizes: list[int] = args.size_list
     load_before = os.getloadavg()
-    corpus, query_cost = build_corpus(args, sizes[-1])
+    corpus, query_cost = build_corpus(args, sizes)
     copies = f" ({args.aggregators} copies)" if args.aggregators > 1 else ""
     print(f"starting PostgreSQL, NATS, indexer, aggregator{copies} and gateway…", flush=True)
     with deployment("search", aggregators=args.aggregators) as dep:
