@@ -8,7 +8,7 @@ still waiting have no embedding, and the dense leg only reads embedded chunks.
 
 The last queries' vectors are kept: the next page of a search, a facet clicked beside it and an agent
 recalling the same words again send the same query, and its embedding is the biggest share of the
-aggregator's CPU per search (~2-2.5 ms of ~6-11 at 100k chunks, bench/search).
+aggregator's CPU per search (bench/search, searches sent again: 8.2 -> 4.6 ms at 1k, 11.5 -> 6.5 at 100k).
 """
 
 import logging
