@@ -44,6 +44,17 @@ document = st.builds(
 query = st.dictionaries(st.sampled_from([*WORDS, "unseen"]), st.integers(1, 2), min_size=1, max_size=3)
 
 
+def assert_ranks_as_plain_bm25(
+    index: LexicalIndex, current: dict[uuid.UUID, DocumentPostings], q: dict[str, int], n: int
+) -> None:
+    ranked = index.rank(list(q.items()), n, K1, B)
+    expected = plain_bm25(current, list(q.items()))
+    best = sorted(expected.items(), key=lambda item: (-item[1], item[0]))[:n]
+    assert ranked.ids == [doc_id for doc_id, _ in best]
+    assert ranked.scores == pytest.approx([score for _, score in best])
+    assert index.live_documents == sum(d.live for d in current.values())
+
+
 @settings(max_examples=300, deadline=None)
 @given(batches=st.lists(st.lists(document, max_size=5), max_size=6), q=query, n=st.integers(1, 10))
 def test_ranks_as_plain_bm25_through_any_changes(
@@ -54,13 +65,27 @@ def test_ranks_as_plain_bm25_through_any_changes(
     for batch in batches:
         index.apply(batch)
         current.update({d.id: d for d in batch})
-    ranked = index.rank(list(q.items()), n, K1, B)
+    assert_ranks_as_plain_bm25(index, current, q, n)
 
-    expected = plain_bm25(current, list(q.items()))
-    best = sorted(expected.items(), key=lambda item: (-item[1], item[0]))[:n]
-    assert ranked.ids == [doc_id for doc_id, _ in best]
-    assert ranked.scores == pytest.approx([score for _, score in best])
-    assert index.live_documents == sum(d.live for d in current.values())
+
+@settings(max_examples=200, deadline=None)
+@given(
+    loaded=st.lists(document, max_size=8, unique_by=lambda d: d.id),
+    batches=st.lists(st.lists(document, max_size=5), max_size=3),
+    q=query,
+    n=st.integers(1, 10),
+)
+def test_a_loaded_index_ranks_as_plain_bm25_then_through_any_changes(
+    loaded: list[DocumentPostings], batches: list[list[DocumentPostings]], q: dict[str, int], n: int
+) -> None:
+    index = LexicalIndex.built(loaded)  # as a load builds it: every document once, straight into the base
+    current = {d.id: d for d in loaded}
+    assert_ranks_as_plain_bm25(index, current, q, n)
+    for batch in batches:
+        index.apply(batch)
+        current.update({d.id: d for d in batch})
+    index.merge()
+    assert_ranks_as_plain_bm25(index, current, q, n)
 
 
 def test_weights_and_ties_by_id() -> None:
