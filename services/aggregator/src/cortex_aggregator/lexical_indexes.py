@@ -14,7 +14,8 @@ state is never overwritten by an earlier one. When more than `reload_above` (2,0
 At most `max_organizations` indexes are kept, and together at most `max_bytes` (1 GiB by default,
 checked after each load and each refresh that changed one), least recently used dropped: ~8 bytes per
 posting and ~40 per document in arrays, plus a dict of document ids (measured at 100k one-passage
-documents: 3.45M postings, 32 MB of arrays, loaded in 25 s). Loading is logged with its size and time.
+documents: 3.45M postings, 32 MB of arrays, loaded in 8-14 s: bench/lexical_load). Loading is logged
+with its size and time.
 """
 
 import asyncio
