@@ -12,9 +12,9 @@ aggregator's CPU per search (bench/search, searches sent again: 8.2 -> 4.6 ms at
 """
 
 import logging
+import math
 import time
 from array import array
-from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -23,6 +23,7 @@ from opentelemetry import metrics
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from cortex_aggregator.expiring_lru import ExpiringLru
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.embedder import model_name
 from cortex_embedding.errors import EmbeddingError
@@ -63,8 +64,7 @@ class QueryEmbedding:
         self._read_at = float("-inf")
         self._failed_at = float("-inf")
         # query text -> its vector (doubles: exactly what the embedder gave; an array, which the collector skips)
-        self._vectors: OrderedDict[str, array[float]] = OrderedDict()
-        self._cached_queries = cached_queries
+        self._vectors: ExpiringLru[str, array[float]] = ExpiringLru(math.inf, cached_queries)
         self._embedded = metrics.get_meter("cortex_aggregator").create_counter(
             "cortex.aggregator.query_vectors", description="Query vectors a search or recall used, by `cached`"
         )
@@ -88,7 +88,6 @@ class QueryEmbedding:
     async def embed(self, q: str) -> list[float]:
         cached = self._vectors.get(q)
         if cached is not None:
-            self._vectors.move_to_end(q)
             vector = cached.tolist()
         else:
             try:
@@ -100,14 +99,9 @@ class QueryEmbedding:
         recorded = await self.recorded()
         if recorded is None or len(vector) != recorded.dimension:
             raise SpaceMismatch(f"a query vector of length {len(vector)}, the index holds {recorded}")
-        if cached is None and self._cached_queries > 0:
-            self._keep(q, vector)
+        if cached is None:
+            self._vectors.put(q, array("d", vector))
         return vector
-
-    def _keep(self, q: str, vector: list[float]) -> None:
-        self._vectors[q] = array("d", vector)
-        while len(self._vectors) > self._cached_queries:
-            self._vectors.popitem(last=False)
 
     def guard(
         self,
