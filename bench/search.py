@@ -246,6 +246,11 @@ async def settle_seconds(meter: CpuMeter, limit: float = 300.0) -> float:
     return time.perf_counter() - started
 
 
+def _ms_per_request(cpu: dict[str, float], requests: int) -> dict[str, float]:
+    """CPU-ms per request of each process (`usage`'s other entries, wall and cores, left out)."""
+    return {name: 1000 * seconds / requests for name, seconds in cpu.items() if name not in ("wall", "cores")}
+
+
 async def measure_size(
     dep: Deployment, big: Member, small: Member, deck: QueryDeck, size: int, args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -261,7 +266,7 @@ async def measure_size(
     cpu = usage(before, meter.snapshot())
     settle = await settle_seconds(meter)
     served = max(1, args.requests)  # answered or not, each request cost what it cost
-    cpu_ms = {name: 1000 * seconds / served for name, seconds in cpu.items() if name not in ("wall", "cores")}
+    cpu_ms = _ms_per_request(cpu, served)
     before = meter.snapshot()
     again = await fire(dep.base_url, big.headers, queries, args.requests, args.concurrency, args.limit)
     cpu_again = usage(before, meter.snapshot())
@@ -287,9 +292,7 @@ async def measure_size(
         "cpu_busy_share": sum(cpu_ms.values()) * served / 1000 / (cpu["wall"] * cpu["cores"]),
         "repeated_latency_ms": latency_summary(again.latencies) if again.latencies else None,
         "repeated_errors": again.errors,
-        "repeated_cpu_ms_per_request": {
-            name: 1000 * seconds / served for name, seconds in cpu_again.items() if name not in ("wall", "cores")
-        },
+        "repeated_cpu_ms_per_request": _ms_per_request(cpu_again, served),
     }
 
 
