@@ -116,10 +116,22 @@ def parse_log(text: str) -> list[Statement]:
         ms, phase, sql = float(duration.group(1)), duration.group(2).split()[0], duration.group(3)
         if phase == "bind":
             binds[pid] = ms
-        elif phase in ("execute", "statement") and _kept(sql):
+        elif phase == "execute" and _kept(sql):
             last = Statement(pid=pid, sql=sql, bind_ms=binds.pop(pid, 0.0), execute_ms=ms)
             statements.append(last)
+        elif phase == "statement":
+            parts = [Statement(pid=pid, sql=part, execute_ms=ms) for part in _simple_query_parts(sql) if _kept(part)]
+            statements += parts
     return statements
+
+
+def _simple_query_parts(sql: str) -> list[str]:
+    """The statements of one simple query: `org_reads` begins its transaction as `BEGIN; SET LOCAL …; …`,
+    and without its settings the replay would not see the organization's rows (row-level security). Only
+    such a query is split: its settings hold UUIDs and numbers, no semicolon."""
+    if not sql.lstrip().upper().startswith("BEGIN;"):
+        return [sql]
+    return [part.strip() for part in sql.split(";") if part.strip()]
 
 
 async def _set_statement_logging(connection: asyncpg.Connection, on: bool) -> None:
