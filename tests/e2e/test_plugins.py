@@ -81,6 +81,7 @@ def fake_plugins(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
             patch.delenv(f"CORTEX_PLUGIN_{category.upper()}", raising=False)
         # The listing health-checks every plugin; Qdrant's local mode would otherwise open ./.cortex/qdrant.
         patch.setenv("CORTEX_QDRANT_PATH", str(tmp_path_factory.mktemp("qdrant")))
+        patch.delenv("CORTEX_MEM0_URL", raising=False)  # the real mem0 plugin, where nobody set one up
         yield
 
 
@@ -132,6 +133,8 @@ async def test_an_admin_lists_every_category_and_a_broken_plugin_is_reported(plu
         "fake_rerankers:exploding() failed: RuntimeError: reranker credentials are missing"
     )
     assert plugins["gone"]["error"] == "import failed: ModuleNotFoundError: No module named 'not_installed'"
+    mem0 = by_name(categories["memory"])["mem0"]
+    assert (mem0["loaded"], mem0["health"], mem0["error"]) == (False, "not-configured", "CORTEX_MEM0_URL is not set")
     # The rest of the runtime works regardless.
     for category, default in [
         ("chunker", "heading-paragraph"),
@@ -175,6 +178,7 @@ async def test_plugins_use_changes_that_organization_only(
         assert "  * reverse" in printed
         assert "  - exploding" in printed
         assert "not loaded: fake_rerankers:exploding() failed: RuntimeError" in printed
+        assert "  - mem0                         not configured: CORTEX_MEM0_URL is not set" in printed
 
         # Choosing again replaces the choice; through the command line too.
         assert await cli(migrated, ["plugins", "use", "--org", plugin_org.slug, "reranker", "none"]) == 0

@@ -8,11 +8,13 @@ from email.utils import format_datetime
 
 import pytest
 
+from cortex_contracts.plugins import PluginNotConfigured
 from cortex_embedded_servers import free_port
 from cortex_embedding import openai_compatible
 from cortex_embedding.embedder import model_name
 from cortex_embedding.errors import (
     EmbedderNotConfigured,
+    EmbedderSettingsInvalid,
     EmbedderUnavailable,
     EmbeddingRejected,
     InvalidEmbeddingResponse,
@@ -161,5 +163,14 @@ def test_create_reads_the_environment(server: FakeEmbeddingServer, monkeypatch: 
 def test_create_says_which_settings_are_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CORTEX_EMBEDDER_OPENAI_BASE_URL", raising=False)
     monkeypatch.setenv("CORTEX_EMBEDDER_OPENAI_MODEL", "env-model")
-    with pytest.raises(EmbedderNotConfigured, match="CORTEX_EMBEDDER_OPENAI_BASE_URL"):
+    with pytest.raises(EmbedderNotConfigured, match=r"needs CORTEX_EMBEDDER_OPENAI_BASE_URL$"):
         openai_compatible.create()
+
+
+def test_create_refuses_a_setting_that_is_not_valid_as_a_fault_not_as_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CORTEX_EMBEDDER_OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("CORTEX_EMBEDDER_OPENAI_MODEL", "env-model")
+    monkeypatch.setenv("CORTEX_EMBEDDER_OPENAI_TIMEOUT_SECONDS", "soon")
+    with pytest.raises(EmbedderSettingsInvalid, match="CORTEX_EMBEDDER_OPENAI_TIMEOUT_SECONDS") as refused:
+        openai_compatible.create()
+    assert not isinstance(refused.value, PluginNotConfigured)

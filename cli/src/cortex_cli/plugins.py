@@ -3,7 +3,7 @@
 import asyncio
 import uuid
 
-from cortex_contracts.plugins import CategoryStatus, PluginStatus, PluginsView, SelectionReason
+from cortex_contracts.plugins import CategoryStatus, HealthStatus, PluginStatus, PluginsView, SelectionReason
 from cortex_plugins import PluginRegistry
 from cortex_plugins.choices import org_choices, save_choice
 from cortex_plugins.listing import plugins_view
@@ -40,7 +40,9 @@ async def list_plugins(database_url: str, org_id: uuid.UUID, registry: PluginReg
 def _plugin_line(plugin: PluginStatus, in_use: bool) -> str:
     mark = "*" if in_use else "-"
     label = f"{plugin.name} (default)" if plugin.default else plugin.name
-    if not plugin.loaded:
+    if plugin.health is HealthStatus.NOT_CONFIGURED:
+        state = f"not configured: {plugin.error}"
+    elif not plugin.loaded:
         state = f"not loaded: {plugin.error}"
     elif plugin.health_detail:
         state = f"unhealthy: {plugin.health_detail}"

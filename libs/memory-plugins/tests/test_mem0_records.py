@@ -6,6 +6,7 @@ from importlib.metadata import entry_points
 import pytest
 
 from cortex_contracts.memory import AgentMemoryReader, MemoryNamespace
+from cortex_contracts.plugins import PluginNotConfigured
 from cortex_memory_plugins.fencing import fence
 from cortex_memory_plugins.mem0 import Mem0Memory, _memory, _records, create, namespace_params
 
@@ -58,5 +59,5 @@ async def test_the_entry_point_builds_the_plugin_from_the_environment(monkeypatc
 
 def test_without_a_url_the_plugin_refuses_to_start(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("CORTEX_MEM0_URL", raising=False)
-    with pytest.raises(ValueError, match="CORTEX_MEM0_URL"):
+    with pytest.raises(PluginNotConfigured, match="CORTEX_MEM0_URL"):
         create()

@@ -1,13 +1,14 @@
 """The registry: lazy discovery, loading with error capture, the cascade over what loaded, choice checks."""
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from cortex_contracts.plugins import HealthStatus, SelectionReason
+from cortex_contracts.plugins import HealthStatus, PluginNotConfigured, SelectionReason
 from cortex_plugins import PluginChoiceError, PluginRegistry, PluginUnavailable
 from cortex_plugins.discovery import EntryPointLike
 from cortex_plugins.listing import check_health, plugins_view
@@ -138,6 +139,33 @@ def test_check_choice_refuses_unknown_categories_and_plugins_with_what_exists() 
         registry.check_choice("reranker", "qdrant")
     with pytest.raises(PluginChoiceError, match=r"extractor plugins are not chosen"):
         registry.check_choice("extractor", "markdown")
+
+
+def unconfigured_factory() -> Store:
+    raise PluginNotConfigured("CORTEX_MEM0_URL is not set")
+
+
+async def test_a_plugin_nobody_configured_is_listed_as_such_and_passed_over_quietly(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    groups = {
+        "cortex.memory": [
+            FakeEntryPoint("mem0", "mem0:create", unconfigured_factory),
+            FakeEntryPoint("postgres", "postgres:create", pgvector_factory),
+        ]
+    }
+    registry = PluginRegistry(find=lambda group: groups.get(group, []), pins={})
+    with caplog.at_level(logging.INFO, logger="cortex_plugins"):
+        view = await plugins_view(registry, {"memory": "mem0"})
+
+    memory = next(c for c in view.categories if c.category == "memory")
+    mem0 = next(p for p in memory.plugins if p.name == "mem0")
+    assert (mem0.loaded, mem0.health, mem0.error) == (False, HealthStatus.NOT_CONFIGURED, "CORTEX_MEM0_URL is not set")
+    assert (memory.active, memory.reason) == ("postgres", SelectionReason.DEFAULT)
+    assert memory.detail == "the organization's choice 'mem0' is not configured: CORTEX_MEM0_URL is not set"
+    assert [(r.levelname, r.exc_info) for r in caplog.records] == [("INFO", None)]  # no warning, no traceback
+    with pytest.raises(PluginChoiceError, match=r"memory plugin 'mem0' is not configured: CORTEX_MEM0_URL is not set"):
+        registry.check_choice("memory", "mem0")
 
 
 class Healthy:

@@ -18,9 +18,15 @@ class SelectionReason(StrEnum):
     NONE = "none"  # nothing usable: see `detail`
 
 
+class PluginNotConfigured(Exception):
+    """What a plugin factory raises when a setting it cannot do without is not given (`mem0` without
+    CORTEX_MEM0_URL): an optional plugin nobody set up, not a fault. The message names the settings."""
+
+
 class HealthStatus(StrEnum):
     OK = "ok"  # loaded, and its `health()` (if it has one) reported nothing wrong
     UNHEALTHY = "unhealthy"  # loaded, but `health()` gave a reason (or failed, or timed out)
+    NOT_CONFIGURED = "not-configured"  # its factory raised PluginNotConfigured: see `error` for the settings
     NOT_LOADED = "not-loaded"  # the plugin did not load: see `error`
 
 
@@ -29,8 +35,8 @@ class PluginStatus(WireModel):
     target: str = Field(description="The entry point's `module:object`.")
     default: bool = Field(description="Whether this is the category's built-in default.")
     loaded: bool = Field(description="Whether it imported and its factory returned a plugin.")
-    error: str | None = Field(default=None, description="Why it did not load.")
-    health: HealthStatus = Field(description="ok, unhealthy or not-loaded.")
+    error: str | None = Field(default=None, description="Why it did not load (not configured: which settings).")
+    health: HealthStatus = Field(description="ok, unhealthy, not-configured or not-loaded.")
     health_detail: str | None = Field(default=None, description="The reason it is unhealthy.")
 
 

@@ -1,5 +1,7 @@
 """What can go wrong when embedding, as types a caller can tell apart."""
 
+from cortex_contracts.plugins import PluginNotConfigured
+
 
 class EmbeddingError(Exception):
     """An embedder could not turn the texts into vectors. Callers index lexical-only and backfill later."""
@@ -28,5 +30,9 @@ class EmbedderNotInstalled(EmbeddingError):
     """The embedder's optional packages (e.g. the `local` extra) are not installed."""
 
 
-class EmbedderNotConfigured(EmbeddingError):
-    """The embedder's required settings are missing or invalid."""
+class EmbedderNotConfigured(EmbeddingError, PluginNotConfigured):
+    """Settings the embedder cannot do without are not given."""
+
+
+class EmbedderSettingsInvalid(EmbeddingError):
+    """A setting of the embedder is given but not valid."""

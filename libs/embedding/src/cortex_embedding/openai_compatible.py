@@ -19,10 +19,12 @@ from typing import Any
 
 import httpx
 from pydantic import Field, SecretStr, ValidationError
+from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from cortex_embedding.errors import (
     EmbedderNotConfigured,
+    EmbedderSettingsInvalid,
     EmbedderUnavailable,
     EmbeddingRejected,
     InvalidEmbeddingResponse,
@@ -201,11 +203,18 @@ class OpenAICompatibleEmbedder:
         return [normalized(vector) for vector in vectors]
 
 
+def _variable(error: ErrorDetails) -> str:
+    return f"CORTEX_EMBEDDER_OPENAI_{str(error['loc'][0]).upper()}"
+
+
 def create() -> OpenAICompatibleEmbedder:
     """Plugin factory: the embedder configured by `CORTEX_EMBEDDER_OPENAI_*` (at least BASE_URL and MODEL)."""
     try:
         settings = OpenAIEmbedderSettings()  # filled from the environment
     except ValidationError as exc:
-        fields = ", ".join(sorted({f"CORTEX_EMBEDDER_OPENAI_{str(e['loc'][0]).upper()}" for e in exc.errors()}))
-        raise EmbedderNotConfigured(f"the OpenAI-compatible embedder needs valid settings: {fields}") from exc
+        missing = sorted({_variable(e) for e in exc.errors() if e["type"] == "missing"})
+        invalid = sorted({f"{_variable(e)} ({e['msg']})" for e in exc.errors() if e["type"] != "missing"})
+        if invalid:
+            raise EmbedderSettingsInvalid(f"the OpenAI-compatible embedder: not valid: {', '.join(invalid)}") from exc
+        raise EmbedderNotConfigured(f"the OpenAI-compatible embedder needs {', '.join(missing)}") from exc
     return OpenAICompatibleEmbedder(settings)

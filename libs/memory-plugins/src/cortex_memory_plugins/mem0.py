@@ -27,6 +27,7 @@ from cortex_contracts.memory import (
     ExternalSourceStatus,
     MemoryNamespace,
 )
+from cortex_contracts.plugins import PluginNotConfigured
 from cortex_memory_plugins.failures import FailureRecorder
 from cortex_memory_plugins.fencing import fence
 
@@ -103,7 +104,7 @@ class Mem0Memory:
 
     def __init__(self, settings: Mem0Settings, meter: Meter | None = None) -> None:
         if not settings.url:
-            raise ValueError("CORTEX_MEM0_URL is not set")
+            raise PluginNotConfigured("CORTEX_MEM0_URL is not set")
         self.timeout = settings.timeout_seconds
         headers = {"Authorization": f"Token {settings.api_key.get_secret_value()}"} if settings.api_key else {}
         self.client = httpx.AsyncClient(

@@ -20,6 +20,7 @@ class Candidate:
     name: str
     loaded: bool = True
     error: str | None = None
+    configured: bool = True
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ def _unusable(candidates: dict[str, Candidate], name: str) -> str | None:
         installed = ", ".join(sorted(candidates)) or "none"
         return f"{name!r} is not installed (installed: {installed})"
     if not found.loaded:
-        return f"{name!r} failed to load: {found.error}"
+        return f"{name!r} {'failed to load' if found.configured else 'is not configured'}: {found.error}"
     return None
 
 

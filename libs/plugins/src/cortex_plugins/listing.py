@@ -34,7 +34,8 @@ async def check_health(plugin: object, timeout: float = HEALTH_TIMEOUT_SECONDS) 
 async def _status(loaded: LoadedPlugin, default: str | None, timeout: float) -> PluginStatus:
     common = {"name": loaded.name, "target": loaded.target, "default": loaded.name == default}
     if not loaded.loaded:
-        return PluginStatus(**common, loaded=False, error=loaded.error, health=HealthStatus.NOT_LOADED)
+        health = HealthStatus.NOT_LOADED if loaded.configured else HealthStatus.NOT_CONFIGURED
+        return PluginStatus(**common, loaded=False, error=loaded.error, health=health)
     reason = await check_health(loaded.plugin, timeout)
     health = HealthStatus.OK if reason is None else HealthStatus.UNHEALTHY
     return PluginStatus(**common, loaded=True, health=health, health_detail=reason)

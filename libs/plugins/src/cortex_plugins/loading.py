@@ -4,6 +4,7 @@ import inspect
 import logging
 from dataclasses import dataclass
 
+from cortex_contracts.plugins import PluginNotConfigured
 from cortex_plugins.discovery import EntryPointLike
 
 log = logging.getLogger(__name__)
@@ -16,6 +17,7 @@ class LoadedPlugin:
     target: str  # the entry point's `module:object`
     plugin: object | None  # None when it failed to load
     error: str | None = None
+    configured: bool = True  # False: its factory raised PluginNotConfigured (`error` names the settings)
 
     @property
     def loaded(self) -> bool:
@@ -37,6 +39,9 @@ def load_plugin(category: str, entry: EntryPointLike) -> LoadedPlugin:
     if _is_factory(obj):
         try:
             obj = obj()
+        except PluginNotConfigured as exc:  # an optional plugin nobody set up: no traceback, no warning
+            log.info("%s plugin %r is not configured: %s", category, entry.name, exc)
+            return LoadedPlugin(category, entry.name, entry.value, None, str(exc), configured=False)
         except Exception as exc:
             log.warning("%s plugin %r: %s() raised", category, entry.name, entry.value, exc_info=True)
             return LoadedPlugin(

@@ -70,7 +70,7 @@ class PluginRegistry:
             org_choice = None  # deployment-wide: `check_choice` refuses to store one, an old one is ignored
         candidates: dict[str, Candidate] = {}
         for p in self.plugins(category_name):  # a duplicate name comes after the entry that holds it
-            candidates.setdefault(p.name, Candidate(p.name, p.loaded, p.error))
+            candidates.setdefault(p.name, Candidate(p.name, p.loaded, p.error, p.configured))
         return select(
             category_name,
             list(candidates.values()),
@@ -109,7 +109,8 @@ class PluginRegistry:
             installed = ", ".join(sorted({p.name for p in plugins})) or "none"
             raise PluginChoiceError(f"no {category_name} plugin named {plugin_name!r}; installed: {installed}")
         if not found.loaded:
-            raise PluginChoiceError(f"{category_name} plugin {plugin_name!r} failed to load: {found.error}")
+            why = "failed to load" if found.configured else "is not configured"
+            raise PluginChoiceError(f"{category_name} plugin {plugin_name!r} {why}: {found.error}")
 
     def _load(self, category_name: str, group: str) -> tuple[LoadedPlugin, ...]:
         find = self._find or discovery.find_entry_points

@@ -15,6 +15,7 @@ import httpx
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cortex_contracts.plugins import PluginNotConfigured
 from cortex_plugins.rerankers import RerankFailed
 
 MAX_DETAIL_CHARS = 300
@@ -33,7 +34,10 @@ class HttpReranker:
     name = "http"
 
     def __init__(self, settings: HttpRerankerSettings) -> None:
+        if not settings.base_url:
+            raise PluginNotConfigured("CORTEX_RERANKER_BASE_URL is not set")
         self.settings = settings
+        self.endpoint = f"{settings.base_url.rstrip('/')}/rerank"
         self._client: httpx.AsyncClient | None = None  # made on first use: listing plugins opens nothing
 
     def _connected(self) -> httpx.AsyncClient:
@@ -47,11 +51,9 @@ class HttpReranker:
         """One relevance score per passage, in their order; higher is more relevant."""
         if not passages:
             return []
-        if self.settings.base_url is None:
-            raise RerankFailed("CORTEX_RERANKER_BASE_URL is not set")
         body = {"model": self.settings.model, "query": query, "documents": list(passages), "top_n": len(passages)}
         try:
-            response = await self._connected().post(f"{self.settings.base_url.rstrip('/')}/rerank", json=body)
+            response = await self._connected().post(self.endpoint, json=body)
         except httpx.HTTPError as exc:
             raise RerankFailed(f"rerank endpoint unreachable: {type(exc).__name__}: {exc}") from exc
         if response.status_code != 200:
@@ -60,9 +62,6 @@ class HttpReranker:
             return scores_of(response.json(), len(passages))
         except (ValueError, TypeError) as exc:  # ValueError includes a body that is not JSON
             raise RerankFailed(f"rerank endpoint's answer is not usable: {exc}") from exc
-
-    async def health(self) -> str | None:
-        return None if self.settings.base_url else "CORTEX_RERANKER_BASE_URL is not set"
 
     async def aclose(self) -> None:
         if self._client is not None:
