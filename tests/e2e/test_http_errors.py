@@ -113,6 +113,42 @@ async def test_an_invalid_note_is_422(org: Org, note: dict[str, Any]) -> None:
     assert assert_problem(response, 422)["errors"]
 
 
+@pytest.mark.parametrize("path", ["/api/memory/entries", "/api/memory/documents"])
+async def test_a_body_not_declared_as_json_is_415(org: Org, path: str) -> None:
+    body = b'{"title": "Typed"}' if path.endswith("documents") else b'{"content": "x", "partition": "semantic"}'
+    undeclared = org.admin.build_request("POST", path, content=body)
+    assert "content-type" not in undeclared.headers
+    refused = [await org.admin.send(undeclared)] + [
+        await org.admin.post(path, content=body, headers={"Content-Type": media_type})
+        for media_type in ("text/plain", "application/x-www-form-urlencoded", "text/json; charset=utf-8")
+    ]
+
+    details = [assert_problem(response, 415)["detail"] for response in refused]
+    assert [detail.rsplit(": ", 1)[1] for detail in details] == [
+        "none).",
+        "text/plain).",
+        "application/x-www-form-urlencoded).",
+        "text/json).",
+    ]
+    assert {response.headers["accept"] for response in refused} == {"application/json"}
+    stats = (await org.member.get("/api/memory/stats")).json()
+    assert (stats["memoryEntries"], stats["documentsIndexed"]) == (0, 0)
+    # JSON under any of its names goes through to validation.
+    for media_type in ("application/json; charset=utf-8", "application/merge-patch+json"):
+        checked = await org.admin.post(path, content=b"[]", headers={"Content-Type": media_type})
+        assert_problem(checked, 422)
+
+
+async def test_an_empty_cursor_is_the_first_page(org: Org) -> None:
+    created = await org.admin.post("/api/memory/documents", params={"wait": "true"}, json={"title": "Only note"})
+    assert created.status_code == 201, created.text
+
+    for params in ({"cursor": ""}, {"cursor": "", "q": "note"}):
+        response = await org.member.get("/api/memory", params=params)
+        assert response.status_code == 200, response.text
+        assert [item["id"] for item in response.json()["items"]] == [created.json()["id"]]
+
+
 async def test_a_forged_or_altered_cursor_is_400(org: Org) -> None:
     for i in range(2):
         created = await org.admin.post("/api/memory/documents", params={"wait": "true"}, json={"title": f"Note {i}"})

@@ -7,7 +7,7 @@ import json
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,6 +31,7 @@ from cortex_contracts.memory import (
 from cortex_contracts.rpc import AgentMemoriesReply, EntryReply, RecallReply
 from cortex_gateway.aggregator_client import ask_aggregator, relay_aggregator
 from cortex_gateway.auth import Caller, CallerDep, ResourcesDep
+from cortex_gateway.json_body import UNSUPPORTED_MEDIA_TYPE, json_content
 from cortex_gateway.problems import Problem
 from cortex_gateway.resources import Resources
 from cortex_gateway.routes.responses import ERRORS, problem
@@ -89,9 +90,11 @@ async def _exists(res: Resources, caller: Caller, id_: uuid.UUID) -> bool:
     status_code=202,
     response_model=EntryAccepted,
     summary="Remember something",
+    dependencies=[Depends(json_content)],
     responses={
         201: {"model": EntryAccepted, "description": "Stored and recallable (with ?wait=true)"},
         504: problem("Not stored within the wait timeout"),
+        **UNSUPPORTED_MEDIA_TYPE,
         **ERRORS,
     },
 )

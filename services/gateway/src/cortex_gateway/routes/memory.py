@@ -84,7 +84,7 @@ async def get_memory(
         sort=sort,
         mode=mode,
         limit=limit,
-        cursor=cursor,
+        cursor=cursor or None,  # `cursor=` with nothing after it: the first page
     )
     return await relay_aggregator(res, subjects.RPC_AGGREGATOR_FEED, request, FeedReply, FeedPage)
 

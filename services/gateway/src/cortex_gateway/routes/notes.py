@@ -5,7 +5,7 @@ import json
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Depends, Header, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -17,6 +17,7 @@ from cortex_contracts.envelope import Envelope, new_envelope
 from cortex_contracts.rpc import ItemReply, ItemRequest
 from cortex_gateway.aggregator_client import ask_aggregator
 from cortex_gateway.auth import AdminDep, Caller, ResourcesDep
+from cortex_gateway.json_body import UNSUPPORTED_MEDIA_TYPE, json_content
 from cortex_gateway.problems import Problem
 from cortex_gateway.resources import Resources
 from cortex_gateway.routes.responses import ERRORS, problem
@@ -117,10 +118,12 @@ async def _publish_and_wait(res: Resources, caller: Caller, event: Envelope, doc
     status_code=202,
     response_model=Created,
     summary="Add an org note (admin)",
+    dependencies=[Depends(json_content)],
     responses={
         201: {"model": Created, "description": "Indexed and searchable (with ?wait=true)"},
         403: problem("Not an admin"),
         504: problem("Not indexed within the wait timeout"),
+        **UNSUPPORTED_MEDIA_TYPE,
         **ERRORS,
     },
 )

@@ -1,0 +1,21 @@
+"""Request bodies are JSON: a request that says it sends something else gets 415, not 422s about its fields."""
+
+from typing import Any
+
+from fastapi import Request
+
+from cortex_gateway.problems import Problem
+from cortex_gateway.routes.responses import problem
+
+UNSUPPORTED_MEDIA_TYPE: dict[int | str, dict[str, Any]] = {415: problem("The body is not sent as application/json")}
+
+
+def json_content(request: Request) -> None:
+    """A route dependency: the body's Content-Type must be application/json or an `application/…+json` type,
+    the ones FastAPI parses (strictly: a body without one is not read as JSON either). Refused with the type
+    the route takes in `Accept` (RFC 9110 §15.5.16)."""
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json")):
+        return
+    detail = f"Send the body as JSON with Content-Type: application/json (this request's: {media_type or 'none'})."
+    raise Problem(415, detail, headers={"Accept": "application/json"})
