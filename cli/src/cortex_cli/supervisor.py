@@ -184,9 +184,12 @@ def _signal_group(service: _Service, signum: int) -> None:
         pass  # already gone
 
 
-def _describe_exit(code: int) -> str:
+def describe_exit(code: int, *, sent: signal.Signals | None = None) -> str:
+    """`sent`: the signal this supervisor sent it. A service may end by that very signal once it has shut
+    down cleanly (uvicorn raises it again on its way out): no alarm then."""
     if code < 0:
-        return f"killed by {signal.Signals(-code).name}"
+        ended_by = signal.Signals(-code)
+        return f"on the {ended_by.name} it was sent" if ended_by is sent else f"killed by {ended_by.name}"
     return f"exit code {code}"
 
 
@@ -235,7 +238,7 @@ def _supervise(services: list[_Service], signals: _StopSignals, console: _Consol
             code = service.process.poll()
             if code is not None:
                 service.pump.join(timeout=2)  # its last words (a traceback) first
-                reason = _describe_exit(code)
+                reason = describe_exit(code)
                 console.line(_SELF, f"{service.name} stopped unexpectedly ({reason}); stopping all")
                 return 1
     name = signals.received.name if signals.received is not None else "a signal"
@@ -262,7 +265,7 @@ def _stop_services(services: list[_Service], console: _Console) -> None:
         code = service.process.wait()
         service.pump.join(timeout=2)
         if service in running:
-            console.line(_SELF, f"{service.name} stopped ({_describe_exit(code)})")
+            console.line(_SELF, f"{service.name} stopped ({describe_exit(code, sent=signal.SIGTERM)})")
 
 
 def _stop_servers(started: list[EmbeddedPostgres | EmbeddedNats], console: _Console) -> None:
