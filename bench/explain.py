@@ -120,8 +120,7 @@ def parse_log(text: str) -> list[Statement]:
             last = Statement(pid=pid, sql=sql, bind_ms=binds.pop(pid, 0.0), execute_ms=ms)
             statements.append(last)
         elif phase == "statement":
-            parts = [Statement(pid=pid, sql=part, execute_ms=ms) for part in _simple_query_parts(sql) if _kept(part)]
-            statements += parts
+            statements += [Statement(pid=pid, sql=p, execute_ms=ms) for p in _simple_query_parts(sql) if _kept(p)]
     return statements
 
 
