@@ -46,12 +46,19 @@ def missing_title(org_id: uuid.UUID) -> Malformed:
     return Malformed(subjects.kb_document_upserted(org_id), wire, "invalid kb.document.upserted payload")
 
 
+def version_beyond_bigint(org_id: uuid.UUID) -> Malformed:
+    """Before, PostgreSQL refused it at the INSERT: retried as a fault, then dead-lettered minutes later."""
+    event = upsert_event(org_id, uuid.uuid4(), title="t", body="b", version=1)
+    wire = event.model_copy(update={"data": event.data | {"version": 2**63}}).to_wire()
+    return Malformed(subjects.kb_document_upserted(org_id), wire, "less than or equal to 9223372036854775807")
+
+
 def unknown_action(org_id: uuid.UUID) -> Malformed:
     event = upsert_event(org_id, uuid.uuid4(), title="t", body="b", version=1)
     return Malformed(f"kb.{org_id}.document.exploded", event.to_wire(), "unknown event 'document.exploded'")
 
 
-@pytest.mark.parametrize("malformed", [invalid_json, not_utf8, missing_title, unknown_action])
+@pytest.mark.parametrize("malformed", [invalid_json, not_utf8, missing_title, version_beyond_bigint, unknown_action])
 async def test_a_malformed_event_is_dead_lettered_and_the_next_event_still_indexed(
     malformed: Callable[[uuid.UUID], Malformed], org: Org, js: JetStreamContext, nats_client: NATS
 ) -> None:
@@ -114,7 +121,7 @@ async def test_an_event_for_an_unknown_organization_is_retried_with_backoff_then
     assert letter.headers["Cortex-Dlq-Deliveries"] == "3"
     assert letter.record["reason"] == "max_deliver exceeded"
     assert letter.record["deliveries"] == 3
-    assert letter.record["error"] == f"UnknownOrganization: {unknown_org}"
+    assert letter.record["error"] == f"UnknownOrganization: no organization {unknown_org} (yet)"
     assert json.loads(letter.record["payload"])["id"] == event.id
 
     # The redeliveries happened, each after the configured backoff (1 s, then 5 s).

@@ -113,6 +113,28 @@ async def test_an_invalid_note_is_422(org: Org, note: dict[str, Any]) -> None:
     assert assert_problem(response, 422)["errors"]
 
 
+@pytest.mark.parametrize(
+    ("metadata", "reason"),
+    [
+        ("NaN", "NaN or an infinite number"),
+        ("[1e400]", "NaN or an infinite number"),
+        ('"x\\u0000y"', "NUL"),
+        ('{"a":' * 40 + "1" + "}" * 40, "deeper than 32 levels"),
+        ('{"a":' * 300 + "1" + "}" * 300, "deeper than 32 levels"),  # before: a 500 from the serialiser
+    ],
+)
+async def test_metadata_jsonb_could_not_store_is_422(org: Org, metadata: str, reason: str) -> None:
+    body = '{"content": "With odd metadata", "partition": "semantic", "metadata": {"m": ' + metadata + "}}"
+    response = await org.member.post(
+        "/api/memory/entries", content=body.encode(), headers={"Content-Type": "application/json"}
+    )
+
+    errors = assert_problem(response, 422)["errors"]
+    assert [error["loc"] for error in errors] == [["body", "metadata"]]
+    assert reason in errors[0]["msg"]
+    assert (await org.member.get("/api/memory/stats")).json()["memoryEntries"] == 0
+
+
 @pytest.mark.parametrize("path", ["/api/memory/entries", "/api/memory/documents"])
 async def test_a_body_not_declared_as_json_is_415(org: Org, path: str) -> None:
     body = b'{"title": "Typed"}' if path.endswith("documents") else b'{"content": "x", "partition": "semantic"}'

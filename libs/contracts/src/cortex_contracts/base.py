@@ -5,6 +5,8 @@ from pydantic.alias_generators import to_camel
 
 # PostgreSQL text cannot hold NUL characters: refuse them at the edge, not deep in an INSERT.
 NO_NUL = r"^[^\x00]*$"
+# PostgreSQL's bigint: a version or size above it could never be stored, so it is refused at the edge.
+BIGINT_MAX = 2**63 - 1
 
 
 class WireModel(BaseModel):

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from cortex_contracts.base import WireModel
+from cortex_contracts.base import BIGINT_MAX, WireModel
 
 TYPE_PREFIX = "catalog"
 
@@ -31,7 +31,7 @@ class CatalogChange(WireModel):
     """What every catalog change carries."""
 
     organization_id: UUID = Field(description="Owning organization; must match the envelope's orgid.")
-    version: int = Field(ge=0, description="The highest version wins, a deletion included.")
+    version: int = Field(ge=0, le=BIGINT_MAX, description="The highest version wins, a deletion included.")
 
 
 class WorkUpserted(CatalogChange):

@@ -8,6 +8,7 @@ from uuid import UUID
 from pydantic import Field
 
 from cortex_contracts.base import NO_NUL, WireModel
+from cortex_contracts.json_metadata import JsonMetadata
 
 MAX_ENTRY_CHARS = 8192
 TYPE_ENTRY_REMEMBERED = "memory.entry.remembered"
@@ -39,7 +40,9 @@ class EntryRemembered(WireModel):
     memory_session_id: str | None = Field(default=None, max_length=200, pattern=NO_NUL)
     agent_id: str | None = Field(default=None, max_length=200, pattern=NO_NUL)
     agent_run_id: str | None = Field(default=None, max_length=200, pattern=NO_NUL)
-    metadata: dict[str, Any] | None = Field(default=None, description="Free-form JSON, at most 16 KiB.")
+    metadata: JsonMetadata | None = Field(
+        default=None, description="Free-form JSON: at most 16 KiB, 32 levels deep, finite numbers, no NUL."
+    )
     remembered_at: datetime | None = None
 
 

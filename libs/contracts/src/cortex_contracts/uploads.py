@@ -4,7 +4,7 @@ from uuid import UUID
 
 from pydantic import Field
 
-from cortex_contracts.base import WireModel
+from cortex_contracts.base import BIGINT_MAX, WireModel
 from cortex_contracts.documents import ObjectRef, Tag
 
 TYPE_UPLOAD_CREATED = "kb.upload.created"
@@ -16,12 +16,13 @@ class UploadCreated(WireModel):
     work_id: UUID | None = Field(default=None, description="Work it was uploaded to; absent = org-wide.")
     filename: str = Field(min_length=1, max_length=500, description="Original file name.")
     media_type: str = Field(min_length=1, max_length=200, description="e.g. `application/pdf`.")
-    size_bytes: int = Field(ge=0, description="Size of the file.")
+    size_bytes: int = Field(ge=0, le=BIGINT_MAX, description="Size of the file.")
     object: ObjectRef | None = Field(default=None, description="Where the bytes are.")
     doc_class: str | None = Field(default=None, max_length=64, description="Class of the document made from it.")
     tags: list[Tag] = Field(default_factory=list, max_length=32, description="Tags of the document made from it.")
     version: int | None = Field(
         default=None,
         ge=0,
+        le=BIGINT_MAX,
         description="Monotonic per upload id (a file uploaded again keeps its id); absent = the event time in µs.",
     )

@@ -44,7 +44,7 @@ def make_catalog_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable
             if not await repository.claim_event(session, ctx.consumer, delivery.event.id):
                 return
             if not await repository.organization_exists(session, org):
-                raise UnknownOrganization(str(org))
+                raise UnknownOrganization(org)
             applied = await apply_change(session, entity, payload, org, deleted=deleted)
         log.info("%s %s (%s)", delivery.action, "applied" if applied else "superseded", delivery.event.subject)
 

@@ -43,6 +43,9 @@ OTHER_EMBEDDING_SPACE = "CXSPC"
 class UnknownOrganization(Exception):
     """Retried: the organization may be created moments later (catalog events race KB events)."""
 
+    def __init__(self, organization_id: uuid.UUID) -> None:
+        super().__init__(f"no organization {organization_id} (yet)")
+
 
 @dataclass(frozen=True)
 class IndexingContext:
@@ -74,7 +77,7 @@ def _refusals(organization_id: uuid.UUID) -> Iterator[None]:
         yield
     except asyncpg.PostgresError as exc:
         if exc.sqlstate == UNKNOWN_ORGANIZATION:
-            raise UnknownOrganization(str(organization_id)) from exc
+            raise UnknownOrganization(organization_id) from exc
         if exc.sqlstate == OTHER_ORGANIZATIONS_DOCUMENT:
             raise PoisonMessage(str(exc)) from exc
         raise
@@ -98,7 +101,7 @@ async def _claim_newer(
     if not await repository.claim_event(session, ctx.consumer, meta.event_id):
         return Claim(newer=False, stored=None)
     if not await repository.organization_exists(session, meta.organization_id):
-        raise UnknownOrganization(str(meta.organization_id))
+        raise UnknownOrganization(meta.organization_id)
     stored = await repository.stored_version(session, document_id, lock=True)
     _check_owner(stored, meta.organization_id)
     return Claim(newer=stored is None or stored.version < version, stored=stored)

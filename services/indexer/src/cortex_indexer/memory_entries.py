@@ -20,7 +20,6 @@ from cortex_store.vector_text import vector_literal
 
 log = logging.getLogger(__name__)
 
-MAX_METADATA_BYTES = 16 * 1024
 
 INSERT_ENTRY = text("""
 INSERT INTO memory_entry (id, organization_id, tenant_id, partition, tier, work_id, memory_session_id, agent_id,
@@ -67,10 +66,6 @@ def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[
         if entry.organization_id != delivery.event.orgid:
             raise PoisonMessage("payload organizationId differs from the event's orgid")
         metadata = json.dumps(entry.metadata) if entry.metadata is not None else None
-        if metadata is not None and len(metadata.encode()) > MAX_METADATA_BYTES:
-            raise PoisonMessage(f"metadata is over {MAX_METADATA_BYTES} bytes")
-        if metadata is not None and "\\u0000" in metadata:
-            raise PoisonMessage("metadata contains NUL characters, which PostgreSQL cannot store")
         source_text = embedding_input(entry)
         vector = await _embed(ctx, source_text)
         async with ctx.sessions() as session, session.begin():
@@ -80,7 +75,7 @@ def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[
             if not await repository.claim_event(session, ctx.consumer, delivery.event.id):
                 return
             if not await repository.organization_exists(session, entry.organization_id):
-                raise UnknownOrganization(str(entry.organization_id))
+                raise UnknownOrganization(entry.organization_id)
             inserted = await session.execute(
                 INSERT_ENTRY,
                 {

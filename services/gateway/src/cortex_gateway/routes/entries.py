@@ -5,7 +5,7 @@ import asyncio
 import hashlib
 import json
 import uuid
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, Response
@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from cortex_contracts import subjects
 from cortex_contracts.base import NO_NUL
 from cortex_contracts.envelope import new_envelope
+from cortex_contracts.json_metadata import JsonMetadata
 from cortex_contracts.memory import (
     MAX_ENTRY_CHARS,
     MAX_RECALL_LIMIT,
@@ -53,7 +54,7 @@ class EntryCreate(BaseModel):
     memory_session_id: str | None = Field(default=None, alias="memorySessionId", max_length=200, pattern=NO_NUL)
     agent_id: str | None = Field(default=None, alias="agentId", max_length=200, pattern=NO_NUL)
     agent_run_id: str | None = Field(default=None, alias="agentRunId", max_length=200, pattern=NO_NUL)
-    metadata: dict[str, Any] | None = None
+    metadata: JsonMetadata | None = None
 
 
 class EntryAccepted(BaseModel):
@@ -107,12 +108,6 @@ async def remember(
     id_ = entry_id(caller, entry)
     if await _exists(res, caller, id_):
         return JSONResponse({"id": str(id_), "deduplicated": True}, status_code=200)
-    if entry.metadata is not None:
-        encoded = json.dumps(entry.metadata)
-        if len(encoded.encode()) > 16 * 1024:
-            raise Problem(422, "metadata is limited to 16 KiB of JSON.")
-        if "\\u0000" in encoded:
-            raise Problem(422, "metadata must not contain NUL characters.")
     payload = EntryRemembered(
         entry_id=id_,
         organization_id=caller.organization_id,

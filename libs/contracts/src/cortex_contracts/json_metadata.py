@@ -1,0 +1,45 @@
+"""Free-form JSON metadata, refused at the edge unless PostgreSQL's jsonb can store it as sent.
+
+Python's JSON reader (FastAPI's, and pydantic's for `Any`) takes `NaN`, `Infinity` and `1e400`, which
+JSON has no numbers for: serialised again they turn into `null` (silently) or into text jsonb refuses.
+A `\\u0000` is refused by jsonb too, and a deep nesting fails pydantic's serialiser (a 500 at ~250
+levels) before it ever reaches the database.
+"""
+
+import json
+from typing import Annotated, Any
+
+from pydantic import AfterValidator
+
+MAX_METADATA_BYTES = 16 * 1024
+MAX_METADATA_DEPTH = 32
+
+
+def _depth(value: Any) -> int:
+    """How deeply objects and arrays nest (a scalar: 0); iterative, so no input exhausts the stack."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        node, level = stack.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children)
+    return deepest
+
+
+def checked_metadata(value: dict[str, Any]) -> dict[str, Any]:
+    if _depth(value) > MAX_METADATA_DEPTH:
+        raise ValueError(f"metadata nests deeper than {MAX_METADATA_DEPTH} levels")
+    try:
+        encoded = json.dumps(value, allow_nan=False)
+    except ValueError as exc:
+        raise ValueError("metadata holds NaN or an infinite number, which JSON cannot carry") from exc
+    if len(encoded.encode()) > MAX_METADATA_BYTES:
+        raise ValueError(f"metadata is limited to {MAX_METADATA_BYTES // 1024} KiB of JSON")
+    if "\\u0000" in encoded:
+        raise ValueError("metadata must not contain NUL characters")
+    return value
+
+
+JsonMetadata = Annotated[dict[str, Any], AfterValidator(checked_metadata)]
