@@ -23,14 +23,20 @@ START_SECONDS = 180  # PostgreSQL, migrations, and three or four processes loadi
 STOP_SECONDS = 60
 
 
-@contextmanager
-def cortex_run(data_dir: Path, port: int, log: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
-    """`cortex run ARGS` until its gateway is ready; stopped with SIGINT on exit, which must end it cleanly."""
+def run_env(data_dir: Path, port: int) -> dict[str, str]:
     env = {**os.environ, "CORTEX_DATA_DIR": str(data_dir), "CORTEX_GATEWAY_PORT": str(port)}
     for variable in ("DATABASE_URL", "NATS_URL", "CORTEX_SECRET", "CORTEX_AGGREGATOR_COPIES"):  # its own set-up
         env.pop(variable, None)
+    return env
+
+
+@contextmanager
+def cortex_run(data_dir: Path, port: int, log: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """`cortex run ARGS` until its gateway is ready; stopped with SIGINT on exit, which must end it cleanly."""
     with log.open("wb") as output:
-        process = subprocess.Popen([CORTEX, "run", *args], env=env, stdout=output, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [CORTEX, "run", *args], env=run_env(data_dir, port), stdout=output, stderr=subprocess.STDOUT
+        )
     try:
         deadline = time.monotonic() + START_SECONDS
         while not ready(port):
@@ -87,16 +93,23 @@ def test_run_ingest_search_stop_and_run_again_on_the_same_data(tmp_path: Path) -
     note = tmp_path / "pricing.md"
     note.write_text("# Pricing policy\n\nEnterprise renewals get a tiered volume discount.\n")
 
-    with cortex_run(data_dir, port, tmp_path / "first.log", "--aggregators", "2"):
+    with cortex_run(data_dir, port, tmp_path / "first.log", "--aggregators", "2") as first:
         token = cli(data_dir, "token", "--org", "acme", "--user", "alice", "--role", "admin", "--create")
         token = token.strip().splitlines()[-1]
         cli(data_dir, "ingest", str(note), "--org", "acme")
         assert found_eventually(port, token, "volume discount", "Pricing policy")
+        # A second run on the same data refuses at once. Before, it stopped this run's NATS and PostgreSQL.
+        second = subprocess.run(
+            [CORTEX, "run"], env=run_env(data_dir, port), capture_output=True, text=True, timeout=60, check=False
+        )
+        assert (second.returncode, second.stdout) == (1, ""), second.stdout + second.stderr
+        assert f"Cortex is already running on {data_dir} (pid {first.pid})" in second.stderr
+        cli(data_dir, "token", "--org", "acme", "--user", "alice")  # the CLI still finds this run
         # Searches are shared by both copies; whichever answers, the answer is the same.
         assert all(search(port, token, "volume discount")[:1] == ["Pricing policy"] for _ in range(10))
-    first = (tmp_path / "first.log").read_text()
+    first_log = (tmp_path / "first.log").read_text()
     for copy in ("aggregator.1", "aggregator.2"):
-        assert any(line.startswith(copy) and "answering rpc.aggregator.feed" in line for line in first.splitlines())
+        assert any(line.startswith(copy) and "answering rpc.aggregator.feed" in line for line in first_log.splitlines())
 
     with cortex_run(data_dir, port, tmp_path / "second.log"):
         token = cli(data_dir, "token", "--org", "acme", "--user", "alice").strip().splitlines()[-1]

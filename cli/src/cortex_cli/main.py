@@ -12,6 +12,8 @@ from cortex_cli.api_keys import create_key, list_keys, revoke_key
 from cortex_cli.ingest import IngestOptions, ingest_files
 from cortex_cli.organizations import UnknownOrganization, ensure_membership, organization_id
 from cortex_cli.plugins import choose_plugin, list_plugins, render
+from cortex_cli.run_lock import AlreadyRunning, holding_run_lock
+from cortex_cli.unreachable import Unreachable, database_refusal
 from cortex_cli.works import create_work
 from cortex_plugins import CATEGORIES, PluginChoiceError, PluginRegistry
 from cortex_store.models import MemberRole
@@ -30,11 +32,16 @@ def _copies(value: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    directory = config.data_dir()
+    with holding_run_lock(directory):
+        return _run_holding_the_lock(args, directory)
+
+
+def _run_holding_the_lock(args: argparse.Namespace, directory: Path) -> int:
     from cortex_cli.supervisor import RunSettings, run_all
     from cortex_store.migrate import upgrade
     from cortex_store.tenancy import app_role_url
 
-    directory = config.data_dir()
     secret = config.ensure_secret(directory)
     settings = RunSettings(
         data_dir=directory,
@@ -201,8 +208,14 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         return handlers[args.command](args)
-    except (config.NotRunning, UnknownOrganization, PluginChoiceError) as exc:
+    except (config.NotRunning, AlreadyRunning, Unreachable, UnknownOrganization, PluginChoiceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        refusal = database_refusal(exc)
+        if refusal is None:
+            raise
+        print(f"error: {refusal}", file=sys.stderr)
         return 1
 
 
