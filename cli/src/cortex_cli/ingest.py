@@ -17,6 +17,7 @@ from nats.js.errors import BucketNotFoundError
 from nats.js.object_store import ObjectStore
 from tqdm import tqdm
 
+from cortex_cli.unreachable import connect_nats
 from cortex_contracts import subjects
 from cortex_contracts.documents import TYPE_DOCUMENT_UPSERTED, DocumentUpserted, ObjectRef
 from cortex_contracts.envelope import new_envelope
@@ -24,7 +25,6 @@ from cortex_contracts.uploads import TYPE_UPLOAD_CREATED, UploadCreated
 from cortex_extractors import detect_media_type
 from cortex_extractors.limits import MAX_INPUT_BYTES
 from cortex_extractors.media_types import TEXT_TYPES
-from cortex_messaging.connection import connect
 from cortex_messaging.publisher import publish_event
 
 INLINE_BODY_LIMIT = 256 * 1024  # larger bodies go through the Object Store (NATS max payload is 1 MiB)
@@ -168,7 +168,7 @@ async def ingest_file(buckets: Buckets, path: Path, options: IngestOptions) -> s
 
 
 async def ingest_files(nats_url: str, paths: list[Path], options: IngestOptions) -> int:
-    nc = await connect(nats_url, name="cortex-cli")
+    nc = await connect_nats(nats_url)
     published = 0
     try:
         buckets = Buckets(nc.jetstream())

@@ -6,10 +6,10 @@ The Mission and Team ids derive from their names, so naming an existing one reus
 import time
 import uuid
 
+from cortex_cli.unreachable import connect_nats
 from cortex_contracts import catalog
 from cortex_contracts.catalog import CatalogEntity
 from cortex_contracts.envelope import new_envelope
-from cortex_messaging.connection import connect
 from cortex_messaging.publisher import publish_event
 
 SOURCE = "cortex/cli"
@@ -66,7 +66,7 @@ async def create_work(
                 ),
             )
         )
-    nc = await connect(nats_url, name="cortex-cli")
+    nc = await connect_nats(nats_url)
     try:
         js = nc.jetstream()
         for entity, change in changes:

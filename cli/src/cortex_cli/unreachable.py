@@ -1,0 +1,49 @@
+"""A database or NATS that does not answer the CLI is one line of error within seconds: not a traceback,
+and not a wait without end (the services' NATS connections retry forever, by design; a command should not)."""
+
+import socket
+
+import nats
+import sqlalchemy.exc
+from nats.aio.client import Client as NATS
+from nats.errors import NoServersError
+
+CONNECT_SECONDS = 3
+# SQLSTATE classes of a refused connection: connection exception, invalid authorization, unknown database;
+# the server starting up or shutting down; too many connections.
+REFUSALS = ("08", "28", "3D", "57P03", "53300")
+
+
+class Unreachable(RuntimeError):
+    pass
+
+
+async def connect_nats(url: str) -> NATS:
+    async def quiet(exc: Exception) -> None:
+        """Each failed attempt; the one line said is Unreachable's."""
+
+    try:
+        return await nats.connect(
+            url,
+            name="cortex-cli",
+            connect_timeout=CONNECT_SECONDS,
+            max_reconnect_attempts=1,
+            reconnect_time_wait=0.5,
+            error_cb=quiet,
+        )
+    except (NoServersError, OSError, TimeoutError) as exc:
+        raise Unreachable(f"cannot reach NATS at {url} (check NATS_URL)") from exc
+
+
+def database_refusal(exc: BaseException) -> str | None:
+    """What to say when `exc` means the database could not be reached or refused the login; else None."""
+    if isinstance(exc, sqlalchemy.exc.DBAPIError):
+        sqlstate = str(getattr(exc.orig, "sqlstate", "") or "")
+        if not sqlstate.startswith(REFUSALS):
+            return None
+        reason = str(exc.orig)
+    elif isinstance(exc, (ConnectionError, socket.gaierror, TimeoutError, FileNotFoundError)):
+        reason = str(exc)  # FileNotFoundError: a Unix socket directory with no server in it
+    else:
+        return None
+    return f"cannot connect to the database: {reason} (check DATABASE_URL)"
