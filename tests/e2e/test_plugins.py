@@ -7,7 +7,6 @@ module, and one per environment pin, since a gateway reads its pins when it star
 build their registries after the patch too.
 """
 
-import asyncio
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
@@ -19,12 +18,12 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from cortex_cli.main import main
 from cortex_cli.plugins import choose_plugin, list_plugins
 from cortex_gateway.tokens import issue_token
 from cortex_plugins import PluginChoiceError, PluginRegistry, discovery
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.tenancy import bind_organization
+from tests.cli_runs import cli
 from tests.conftest import Org
 from tests.gateways import running_gateway
 from tests.infrastructure import Infrastructure
@@ -264,11 +263,3 @@ async def make_org_ids(migrated: Infrastructure, gateway: str) -> AsyncIterator[
     yield first.id, second.id
     await close_org(first)
     await close_org(second)
-
-
-async def cli(migrated: Infrastructure, argv: list[str]) -> int:
-    """`cortex ARGV` as a user runs it (it calls asyncio.run, so off this loop), pointed at the test servers."""
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("DATABASE_URL", migrated.database_url)
-        patch.setenv("NATS_URL", migrated.nats_url)
-        return await asyncio.to_thread(main, argv)

@@ -1,4 +1,4 @@
-"""`cortex run | migrate | token | ingest`."""
+"""`cortex run | migrate | token | ingest | work | apikey | plugins | dlq`."""
 
 import argparse
 import asyncio
@@ -7,7 +7,7 @@ import sys
 import uuid
 from pathlib import Path
 
-from cortex_cli import config
+from cortex_cli import config, dead_letters
 from cortex_cli.api_keys import create_key, list_keys, revoke_key
 from cortex_cli.ingest import IngestOptions, ingest_files
 from cortex_cli.organizations import UnknownOrganization, ensure_membership, organization_id
@@ -120,6 +120,28 @@ def _apikey(args: argparse.Namespace) -> int:
     return 0
 
 
+def _dlq(args: argparse.Namespace) -> int:
+    where = config.endpoints()
+    org = asyncio.run(organization_id(where.database_url, args.org))
+    if args.dlq_command == "list":
+        print(dead_letters.render(asyncio.run(dead_letters.list_letters(where.nats_url, org))))
+        return 0
+    if bool(args.sequences) == args.all:
+        print(
+            "error: name the letters to replay (their numbers, from `cortex dlq list`) or give --all", file=sys.stderr
+        )
+        return 2
+    chosen = None if args.all else set(args.sequences)
+    replayed = asyncio.run(dead_letters.replay_letters(where.nats_url, org, chosen))
+    for letter in replayed:
+        print(f"replayed {letter.sequence}: {letter.subject}")
+    missing = sorted((chosen or set()) - {letter.sequence for letter in replayed})
+    if missing:
+        print(f"error: no dead letter of {args.org} numbered {', '.join(map(str, missing))}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def _plugins(args: argparse.Namespace) -> int:
     where = config.endpoints()
     org = asyncio.run(organization_id(where.database_url, args.org))
@@ -183,6 +205,18 @@ def parser() -> argparse.ArgumentParser:
     listing = apikey.add_parser("list", help="list an organization's keys")
     listing.add_argument("--org", required=True)
 
+    dlq = commands.add_parser(
+        "dlq", help="an organization's dead letters: list them, or send them again"
+    ).add_subparsers(dest="dlq_command", required=True)
+    dlq_list = dlq.add_parser("list", help="number, time, subject, reason and error of each, oldest first")
+    dlq_list.add_argument("--org", required=True, help="organization slug")
+    replay = dlq.add_parser(
+        "replay", help="publish the events again (once their cause is fixed), then drop the letters"
+    )
+    replay.add_argument("--org", required=True, help="organization slug")
+    replay.add_argument("sequences", nargs="*", type=int, metavar="NUMBER", help="letters to replay, as listed")
+    replay.add_argument("--all", action="store_true", help="every letter of the organization")
+
     plugins = commands.add_parser("plugins", help="plugins by category, and an organization's choices").add_subparsers(
         dest="plugins_command", required=True
     )
@@ -205,6 +239,7 @@ def main(argv: list[str] | None = None) -> int:
         "work": _work_create,
         "apikey": _apikey,
         "plugins": _plugins,
+        "dlq": _dlq,
     }
     try:
         return handlers[args.command](args)

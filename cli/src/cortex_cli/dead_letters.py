@@ -1,0 +1,103 @@
+"""`cortex dlq list | replay`: an organization's dead letters, and sending them again once the cause is fixed
+(the organization created, the object uploaded, the embedder back): the DLQ keeps them 30 days.
+
+A replay publishes the original event, headers included, to its original subject, and then deletes the
+letter: if the event fails again it comes back as a new letter. The JetStream dedup id is left off, or a
+replay within two minutes of the original would be dropped as its duplicate; the indexer still handles
+each event id once.
+"""
+
+import base64
+import binascii
+import json
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import datetime
+
+from nats.js.api import RawStreamMsg
+from nats.js.errors import NotFoundError
+from nats.js.manager import JetStreamManager
+
+from cortex_cli.unreachable import connect_nats
+from cortex_contracts.subjects import DLQ_PREFIX, STREAM_DLQ
+
+DEDUP_HEADER = "Nats-Msg-Id"
+
+
+@dataclass(frozen=True)
+class Letter:
+    sequence: int  # in the DLQ stream
+    time: datetime | None
+    subject: str  # the event's own subject (the letter's, without `dlq.`)
+    reason: str
+    error: str
+    headers: dict[str, str]
+    payload: bytes
+
+
+def _letter(raw: RawStreamMsg) -> Letter:
+    record = json.loads(raw.data or b"{}")
+    payload = str(record.get("payload", ""))
+    try:
+        data = base64.b64decode(payload, validate=True) if record.get("payloadEncoding") == "base64" else None
+    except binascii.Error:
+        data = None
+    return Letter(
+        sequence=raw.seq or 0,
+        time=raw.time,
+        subject=(raw.subject or "").removeprefix(f"{DLQ_PREFIX}."),
+        reason=str(record.get("reason", "")),
+        error=str(record.get("error", "")),
+        headers={str(key): str(value) for key, value in (record.get("headers") or {}).items()},
+        payload=data if data is not None else payload.encode(),
+    )
+
+
+async def _letters(manager: JetStreamManager, organization_id: uuid.UUID) -> AsyncIterator[Letter]:
+    """Oldest first: every event subject names its organization second (`kb.<orgId>.…`, `memory.<orgId>.…`)."""
+    subject, sequence = f"{DLQ_PREFIX}.*.{organization_id}.>", 1
+    while True:
+        try:
+            raw = await manager.get_msg(STREAM_DLQ, seq=sequence, subject=subject, next=True)
+        except NotFoundError:
+            return
+        yield _letter(raw)
+        sequence = (raw.seq or sequence) + 1
+
+
+async def list_letters(nats_url: str, organization_id: uuid.UUID) -> list[Letter]:
+    nc = await connect_nats(nats_url)
+    try:
+        return [letter async for letter in _letters(nc.jsm(), organization_id)]
+    finally:
+        await nc.close()
+
+
+async def replay_letters(nats_url: str, organization_id: uuid.UUID, sequences: set[int] | None) -> list[Letter]:
+    """Sends again the organization's letters (those with these DLQ sequence numbers; None: all of them)."""
+    nc = await connect_nats(nats_url)
+    replayed: list[Letter] = []
+    try:
+        js, manager = nc.jetstream(), nc.jsm()
+        async for letter in _letters(manager, organization_id):
+            if sequences is not None and letter.sequence not in sequences:
+                continue
+            headers = {key: value for key, value in letter.headers.items() if key != DEDUP_HEADER}
+            await js.publish(letter.subject, letter.payload, headers=headers or None)
+            await manager.delete_msg(STREAM_DLQ, letter.sequence)
+            replayed.append(letter)
+    finally:
+        await nc.drain()
+    return replayed
+
+
+def render(letters: list[Letter]) -> str:
+    if not letters:
+        return "no dead letters"
+    lines = []
+    for letter in letters:
+        when = letter.time.isoformat(timespec="seconds") if letter.time else "-"
+        error = " ".join(letter.error.split())
+        lines.append(f"{letter.sequence:>8}  {when}  {letter.subject}  {letter.reason}: {error[:160]}")
+    return "\n".join(lines)
