@@ -3,6 +3,7 @@
 reason, and dead-letters a copy of the event — and the next upload still flows."""
 
 import asyncio
+import codecs
 import json
 import random
 import string
@@ -133,6 +134,28 @@ async def test_a_markdown_body_too_large_for_an_event_travels_through_the_object
     await detail_when(org.member, document_id, status="published")
     assert await lexical_ids(org.member, first) == [str(document_id)]
     assert await lexical_ids(org.member, last) == [str(document_id)]  # from the last chunk
+
+
+async def test_text_goes_as_its_extractor_reads_it_and_text_too_long_for_a_body_is_failed(
+    migrated: Infrastructure, org: Org, js: JetStreamContext, tmp_path: Path
+) -> None:
+    """Before: the byte-order mark stayed in the body (its heading no title, its snippet starting with
+    U+FEFF), and text over a body's length went as a document event, only to be dead-lettered."""
+    said = word("bom")
+    files = {
+        "bom.md": codecs.BOM_UTF8 + f"# With a mark\n\nIt says {said}.\n".encode(),
+        "long.txt": ("filler " * 150_000).encode(),  # 1,050,000 characters
+    }
+    paths = await ingest(migrated, org, tmp_path, files)
+
+    marked = await detail_when(org.member, document_id_for(options_for(org), paths["bom.md"]), status="published")
+    assert marked["item"]["title"] == "With a mark"
+    assert marked["body"].startswith("# With a mark")
+    assert (await search_ids(org.member, said))[0] == marked["item"]["id"]
+    long = await detail_when(org.member, upload_document(org, paths["long.txt"]), status="failed")
+    assert long["failureReason"] == "too large: the text is over 1,048,576 characters"
+    (letter,) = await read_dead_letters(js, org.id, 1)
+    assert letter.record["reason"] == "extraction failed"
 
 
 async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_and_the_next_still_indexed(

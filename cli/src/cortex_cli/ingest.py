@@ -23,8 +23,10 @@ from cortex_contracts.documents import TYPE_DOCUMENT_UPSERTED, DocumentUpserted,
 from cortex_contracts.envelope import new_envelope
 from cortex_contracts.uploads import TYPE_UPLOAD_CREATED, UploadCreated
 from cortex_extractors import detect_media_type
-from cortex_extractors.limits import MAX_INPUT_BYTES
+from cortex_extractors.errors import CorruptFile
+from cortex_extractors.limits import MAX_INPUT_BYTES, MAX_TEXT_CHARS
 from cortex_extractors.media_types import TEXT_TYPES
+from cortex_extractors.plain_text import decode_text
 from cortex_messaging.publisher import publish_event
 
 INLINE_BODY_LIMIT = 256 * 1024  # larger bodies go through the Object Store (NATS max payload is 1 MiB)
@@ -84,12 +86,15 @@ class Buckets:
         return self._opened[name]
 
 
-def _utf8(data: bytes) -> str | None:
+def _inline_text(data: bytes) -> str | None:
+    """The body to send as text, read as the indexer's text extractor reads it (a byte-order mark is not
+    text). None sends the file as an upload instead, and the indexer records why it cannot be read: not
+    text, or longer than a document body may be (sent as text, the event would only be dead-lettered)."""
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
+        text = decode_text(data)
+    except CorruptFile:
         return None
-    return None if "\x00" in text else text
+    return text if len(text) <= MAX_TEXT_CHARS else None
 
 
 async def _publish_document(buckets: Buckets, path: Path, body: str, options: IngestOptions) -> None:
@@ -159,10 +164,10 @@ async def ingest_file(buckets: Buckets, path: Path, options: IngestOptions) -> s
     """Publish one file; returns the media type it was published as."""
     data = await asyncio.to_thread(path.read_bytes)
     media_type = detect_media_type(path.name, data)
-    body = _utf8(data) if media_type in TEXT_TYPES else None
+    body = _inline_text(data) if media_type in TEXT_TYPES else None
     if body is not None:
         await _publish_document(buckets, path, body, options)
-    else:  # including text that is not UTF-8: the indexer's extractor says why it cannot be read
+    else:  # including text it cannot send as such: the indexer's extractor says why it cannot be read
         await _publish_upload(buckets, path, data, media_type, options)
     return media_type
 
