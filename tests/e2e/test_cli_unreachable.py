@@ -30,6 +30,8 @@ def closed_port() -> int:
 def refusing_url(kind: str, owner: str) -> str:
     if kind == "nothing listens":
         return f"postgresql+asyncpg://cortex:secret@127.0.0.1:{closed_port()}/cortex"
+    if kind == "stopped embedded server":  # what a stale runtime file points at
+        return "postgresql+asyncpg://postgres:secret@/postgres?host=/nonexistent/cortex/pg"
     url = make_url(owner)
     if kind == "unknown role":
         url = url.set(username="nobody_here", password="secret")
@@ -42,6 +44,7 @@ def refusing_url(kind: str, owner: str) -> str:
     ("kind", "reason"),
     [
         ("nothing listens", "Connect call failed"),
+        ("stopped embedded server", "No such file or directory"),
         ("unknown role", 'role "nobody_here" does not exist'),
         ("unknown database", 'database "no_such_database" does not exist'),
     ],
@@ -71,4 +74,4 @@ def test_ingest_with_nats_down_fails_in_seconds(migrated: Infrastructure, tmp_pa
 
     assert time.monotonic() - started < 30
     assert (done.returncode, done.stdout) == (1, "")
-    assert done.stderr == f"error: cannot reach NATS at {nats_url} (check NATS_URL)\n"
+    assert done.stderr == f"error: cannot reach NATS at {nats_url} (check NATS_URL, or that `cortex run` is running)\n"

@@ -32,7 +32,7 @@ async def connect_nats(url: str) -> NATS:
             error_cb=quiet,
         )
     except (NoServersError, OSError, TimeoutError) as exc:
-        raise Unreachable(f"cannot reach NATS at {url} (check NATS_URL)") from exc
+        raise Unreachable(f"cannot reach NATS at {url} (check NATS_URL, or that `cortex run` is running)") from exc
 
 
 def database_refusal(exc: BaseException) -> str | None:
@@ -42,8 +42,14 @@ def database_refusal(exc: BaseException) -> str | None:
         if not sqlstate.startswith(REFUSALS):
             return None
         reason = str(exc.orig)
-    elif isinstance(exc, (ConnectionError, socket.gaierror, TimeoutError, FileNotFoundError)):
-        reason = str(exc)  # FileNotFoundError: a Unix socket directory with no server in it
+    elif isinstance(exc, (ConnectionError, socket.gaierror, TimeoutError)) or _no_socket(exc):
+        reason = str(exc)
     else:
         return None
-    return f"cannot connect to the database: {reason} (check DATABASE_URL)"
+    return f"cannot connect to the database: {reason} (check DATABASE_URL, or that `cortex run` is running)"
+
+
+def _no_socket(exc: BaseException) -> bool:
+    """A Unix socket directory with no server in it (the embedded one stopped): asyncpg names no file,
+    where a missing file or program elsewhere would be named."""
+    return isinstance(exc, FileNotFoundError) and exc.filename is None
