@@ -1,5 +1,6 @@
-"""`cortex dlq list | replay`: an operator sees an organization's dead letters and, the cause fixed, sends
-them again; the events are indexed, the letters are gone, and another organization's stay where they are."""
+"""`cortex dlq list | replay`: an operator sees an organization's dead letters and, the cause fixed (a body
+uploaded late, an organization created late), sends them again; the events are indexed, the letters are
+gone, and another organization's stay where they are."""
 
 import uuid
 
@@ -9,11 +10,14 @@ from nats.js import JetStreamContext
 from nats.js.api import ObjectStoreConfig
 
 from cortex_contracts import subjects
+from cortex_gateway.tokens import issue_token
 from tests.cli_runs import cli
 from tests.conftest import Org
 from tests.dlq import read_dead_letters
 from tests.events import IndexedWatcher, publish_upsert, search_ids, upsert_event
 from tests.infrastructure import Infrastructure
+from tests.org_clients import client_for
+from tests.services import RunningServices
 
 pytestmark = pytest.mark.e2e
 
@@ -55,3 +59,26 @@ async def test_letters_are_listed_and_replayed_once_the_cause_is_fixed(
     # The other organization's letter was neither listed nor replayed.
     (kept,) = await read_dead_letters(js, other_org, 1)
     assert kept.record["reason"] == "poison message"
+
+
+async def test_events_for_an_organization_created_late_are_replayed_to_it(
+    services: RunningServices, migrated: Infrastructure, js: JetStreamContext, nats_client: NATS
+) -> None:
+    """Upstream names its organizations by their own ids: one that Cortex does not know yet has its events
+    retried, then dead-lettered; created with that id (`cortex token --create --org-id`), it gets them."""
+    upstream_id, slug, document = uuid.uuid4(), f"late-{uuid.uuid4().hex[:12]}", uuid.uuid4()
+    await publish_upsert(js, upsert_event(upstream_id, document, title="Early news", body="Quokka census.", version=1))
+    (letter,) = await read_dead_letters(js, upstream_id, 1, timeout=40)
+    assert letter.record["error"] == f"UnknownOrganization: no organization {upstream_id} (yet)"
+
+    create = ["token", "--org", slug, "--user", "ops", "--role", "admin", "--create"]
+    assert await cli(migrated, [*create[:-1], "--org-id", str(upstream_id)]) == 2  # only with --create
+    assert await cli(migrated, [*create, "--org-id", str(upstream_id)]) == 0
+    assert await cli(migrated, [*create, "--org-id", str(uuid.uuid4())]) == 1  # the slug has its id already
+    watcher = await IndexedWatcher().start(nats_client, upstream_id)
+    assert await cli(migrated, ["dlq", "replay", "--org", slug, "--all"]) == 0
+
+    await watcher.wait_for(document, 1)
+    await watcher.stop()
+    async with client_for(services.base_url, issue_token("ops", services.secret), slug) as ops:
+        assert await search_ids(ops, "quokka census") == [str(document)]

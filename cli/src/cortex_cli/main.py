@@ -72,7 +72,11 @@ def _token(args: argparse.Namespace) -> int:
     from cortex_gateway.tokens import issue_token
 
     role = MemberRole(args.role)
-    asyncio.run(ensure_membership(config.endpoints().database_url, args.org, args.user, role, create=args.create))
+    if args.org_id is not None and not args.create:
+        print("error: --org-id names the id of an organization to create: give --create too", file=sys.stderr)
+        return 2
+    database_url = config.endpoints().database_url
+    asyncio.run(ensure_membership(database_url, args.org, args.user, role, create=args.create, wanted_id=args.org_id))
     print(issue_token(args.user, config.ensure_secret(config.data_dir())))
     return 0
 
@@ -175,6 +179,12 @@ def parser() -> argparse.ArgumentParser:
     token.add_argument("--user", required=True, help="user id")
     token.add_argument("--role", choices=[r.value for r in MemberRole], default=MemberRole.MEMBER.value)
     token.add_argument("--create", action="store_true", help="create the organization and membership if missing")
+    token.add_argument(
+        "--org-id",
+        type=uuid.UUID,
+        default=None,
+        help="with --create: the id the organization has upstream, which its events name (default: a new one)",
+    )
 
     ingest = commands.add_parser("ingest", help="publish files as KB document or upload events")
     ingest.add_argument("files", nargs="+", help="markdown, text, HTML, PDF, DOCX, XLSX or PPTX files")

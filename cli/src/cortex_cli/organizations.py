@@ -18,21 +18,35 @@ class UnknownOrganization(LookupError):
     pass
 
 
-async def ensure_membership(database_url: str, slug: str, user_id: str, role: MemberRole, *, create: bool) -> uuid.UUID:
-    """The organization's id; with `create`, make the organization and membership (or update the role)."""
+async def ensure_membership(
+    database_url: str,
+    slug: str,
+    user_id: str,
+    role: MemberRole,
+    *,
+    create: bool,
+    wanted_id: uuid.UUID | None = None,
+) -> uuid.UUID:
+    """The organization's id; with `create`, make the organization and membership (or update the role).
+
+    `wanted_id`: the id the organization has upstream, which its events name (new ones get a random id)."""
     engine = make_engine(database_url, pool_size=1)
     try:
         async with make_sessionmaker(engine)() as session, session.begin():
             org_id = await session.scalar(select(Organization.id).where(Organization.slug == slug))
             if org_id is None and create:
-                org_id = uuid.uuid4()
-                await bind_organization(session, org_id)
+                new_id = wanted_id or uuid.uuid4()
+                await bind_organization(session, new_id)
                 await session.execute(
-                    insert(Organization).values(id=org_id, slug=slug, name=slug).on_conflict_do_nothing()
+                    insert(Organization).values(id=new_id, slug=slug, name=slug).on_conflict_do_nothing()
                 )
                 org_id = await session.scalar(select(Organization.id).where(Organization.slug == slug))
+                if org_id is None:
+                    raise UnknownOrganization(f"organization id {new_id} belongs to another slug")
             if org_id is None:
                 raise UnknownOrganization(f"no organization {slug!r} (use --create)")
+            if wanted_id is not None and org_id != wanted_id:
+                raise UnknownOrganization(f"organization {slug!r} has the id {org_id}, not {wanted_id}")
             await bind_organization(session, org_id)
             if create:
                 statement = insert(OrgMember).values(organization_id=org_id, user_id=user_id, role=role)
