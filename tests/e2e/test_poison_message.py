@@ -56,7 +56,7 @@ async def test_a_message_failing_every_delivery_is_dead_lettered_with_its_header
 
     assert letter.headers["Cortex-Dlq-Reason"] == "max_deliver exceeded"
     assert letter.headers["Cortex-Dlq-Deliveries"] == str(max_deliver)
-    assert letter.headers["Cortex-Dlq-Error"] == f"UnknownOrganization: {unknown_org}"
+    assert letter.headers["Cortex-Dlq-Error"] == f"UnknownOrganization: no organization {unknown_org} (yet)"
     assert letter.record["reason"] == "max_deliver exceeded"
     assert letter.record["deliveries"] == max_deliver
     assert letter.record["consumer"] == CONSUMER
