@@ -36,7 +36,7 @@ class Letter:
     payload: bytes
 
 
-def _letter(raw: RawStreamMsg) -> Letter:
+def letter_from(raw: RawStreamMsg) -> Letter:
     record = json.loads(raw.data or b"{}")
     payload = str(record.get("payload", ""))
     try:
@@ -62,7 +62,7 @@ async def _letters(manager: JetStreamManager, organization_id: uuid.UUID) -> Asy
             raw = await manager.get_msg(STREAM_DLQ, seq=sequence, subject=subject, next=True)
         except NotFoundError:
             return
-        yield _letter(raw)
+        yield letter_from(raw)
         sequence = (raw.seq or sequence) + 1
 
 
