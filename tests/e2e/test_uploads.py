@@ -14,11 +14,16 @@ from typing import Any
 import httpx
 import pytest
 from nats.js import JetStreamContext
+from nats.js.api import ObjectStoreConfig
 
 from cortex_cli.ingest import INLINE_BODY_LIMIT, IngestOptions, document_id_for, ingest_files, upload_id_for
 from cortex_contracts import subjects
+from cortex_contracts.documents import ObjectRef
+from cortex_contracts.envelope import new_envelope
+from cortex_contracts.uploads import TYPE_UPLOAD_CREATED, UploadCreated
 from cortex_extractors import media_types, samples
 from cortex_indexer.uploads import document_id_for as upload_document_id
+from cortex_messaging.publisher import publish_event
 from tests.conftest import Org
 from tests.dlq import read_dead_letters
 from tests.events import search_ids
@@ -156,6 +161,37 @@ async def test_text_goes_as_its_extractor_reads_it_and_text_too_long_for_a_body_
     assert long["failureReason"] == "too large: the text is over 1,048,576 characters"
     (letter,) = await read_dead_letters(js, org.id, 1)
     assert letter.record["reason"] == "extraction failed"
+
+
+async def test_an_upload_declared_as_another_type_is_read_as_what_its_bytes_are(
+    org: Org, js: JetStreamContext, tmp_path: Path
+) -> None:
+    """Upstream says `application/pdf` and names it `report.pdf`; the bytes are a DOCX. Before: failed,
+    `corrupt: not a readable PDF file`."""
+    said, upload_id = word("mislabelled"), uuid.uuid4()
+    data = samples.docx_file("Quarterly report", [("Summary", f"It mentions {said}.")])
+    store = await js.create_object_store(f"mislabelled-{uuid.uuid4().hex[:12]}", ObjectStoreConfig())
+    await store.put("report", data)
+    upload = UploadCreated(
+        upload_id=upload_id,
+        organization_id=org.id,
+        filename="report.pdf",
+        media_type=media_types.PDF,
+        size_bytes=len(data),
+        object=ObjectRef(bucket=store._name, name="report"),
+    )
+    event = new_envelope(
+        event_type=TYPE_UPLOAD_CREATED,
+        source="tests/upstream",
+        org_id=org.id,
+        subject=str(upload_id),
+        data=upload.model_dump(mode="json", by_alias=True, exclude_none=True),
+    )
+    await publish_event(js, subjects.kb_upload_created(org.id), event)
+
+    detail = await detail_when(org.member, upload_document_id(upload_id), status="published")
+    assert detail["item"]["title"] == "Quarterly report"
+    assert await lexical_ids(org.member, said) == [str(upload_document_id(upload_id))]
 
 
 async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_and_the_next_still_indexed(

@@ -49,3 +49,17 @@ def test_a_zip_that_is_no_office_package_is_a_zip() -> None:
     with zipfile.ZipFile(out, "w") as archive:
         archive.writestr("a.txt", "x")
     assert detect_media_type("archive.bin", out.getvalue()) == media_types.ZIP
+
+
+def test_only_a_signature_at_the_start_proves_a_type() -> None:
+    """What an upload's bytes prove overrides its declared type; a hint does not."""
+    assert media_types.signed_media_type(samples.pdf_file(["x"])) == media_types.PDF
+    assert media_types.signed_media_type(samples.docx_file("t", [])) == media_types.DOCX
+    assert media_types.signed_media_type(samples.pptx_file([("t", "b")])) == media_types.PPTX
+    # A markdown note about PDFs, a ZIP that is no Office package, an OLE container: nothing proven.
+    assert media_types.signed_media_type(b"# PDF\n\nEvery file starts with %PDF-1.7.") is None
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as package:
+        package.writestr("notes.txt", "x")
+    assert media_types.signed_media_type(archive.getvalue()) is None
+    assert media_types.signed_media_type(media_types.OLE_MAGIC + b"\x00" * 100) is None

@@ -90,6 +90,17 @@ def _zip_kind(filename: str | None, data: bytes) -> str:
     return next((kind for part, kind in OOXML_BY_PART.items() if part in names), ZIP)
 
 
+def signed_media_type(data: bytes) -> str | None:
+    """The type the first bytes prove on their own: a PDF header, or an OOXML package, at offset 0. None
+    for anything else (text that mentions `%PDF-` near its start included)."""
+    if data.startswith(b"%PDF-"):
+        return PDF
+    if data.startswith(ZIP_MAGIC):
+        kind = _zip_kind(None, data)  # the parts, not the name: the name may be as wrong as a declared type
+        return kind if kind != ZIP else None
+    return None
+
+
 def detect_media_type(filename: str | None, data: bytes) -> str:
     """The media type of a file from its first bytes, then its name; `application/octet-stream` if neither tells."""
     if b"%PDF-" in data[:1024]:

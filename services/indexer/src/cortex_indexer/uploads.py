@@ -16,7 +16,7 @@ from cortex_contracts.documents import DocumentIndexed, DocumentUpserted
 from cortex_contracts.uploads import UploadCreated
 from cortex_extractors import ExtractionError, detect_media_type, extract, supported_media_types
 from cortex_extractors.limits import MAX_INPUT_BYTES
-from cortex_extractors.media_types import normalize
+from cortex_extractors.media_types import normalize, signed_media_type
 from cortex_indexer.indexing import EventMeta, IndexingContext, index_document, prior_embeddings
 from cortex_indexer.object_bodies import UnreadableObject, read_bytes
 from cortex_messaging.delivery import PoisonMessage
@@ -45,7 +45,11 @@ class _Text:
 
 
 def _media_type(upload: UploadCreated, data: bytes) -> str:
-    """The declared type when an extractor reads it, else what the bytes and the name say."""
+    """What the bytes prove (a PDF header, an OOXML package: a DOCX sent as `application/pdf` is read as
+    a DOCX), else the declared type when an extractor reads it, else what the bytes and the name say."""
+    signed = signed_media_type(data)
+    if signed is not None:
+        return signed
     declared = normalize(upload.media_type)
     return declared if declared in supported_media_types() else detect_media_type(upload.filename, data)
 
