@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-PACKAGES := libs/contracts libs/store libs/messaging libs/telemetry libs/embedding libs/extractors libs/plugins libs/embedded-servers libs/memory-plugins libs/vector-stores \
+PACKAGES := libs/contracts libs/store libs/messaging libs/telemetry libs/supervision libs/embedding libs/extractors libs/plugins libs/embedded-servers libs/memory-plugins libs/vector-stores \
             services/indexer services/aggregator services/gateway cli
 STAMP := $(VENV)/.installed
 # torch's CPU build; pip takes it from this machine's local wheel store. Asked for by name first, so

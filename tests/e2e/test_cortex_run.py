@@ -32,7 +32,8 @@ def run_env(data_dir: Path, port: int) -> dict[str, str]:
 
 @contextmanager
 def cortex_run(data_dir: Path, port: int, log: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
-    """`cortex run ARGS` until its gateway is ready; stopped with SIGINT on exit, which must end it cleanly."""
+    """`cortex run ARGS` until its gateway is ready; stopped with SIGINT on exit, which must end it cleanly
+    (unless the test ended it itself)."""
     with log.open("wb") as output:
         process = subprocess.Popen(
             [CORTEX, "run", *args], env=run_env(data_dir, port), stdout=output, stderr=subprocess.STDOUT
@@ -45,15 +46,43 @@ def cortex_run(data_dir: Path, port: int, log: Path, *args: str) -> Iterator[sub
             time.sleep(0.5)
         yield process
     finally:
-        process.send_signal(signal.SIGINT)
-        try:
-            code = process.wait(STOP_SECONDS)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            raise
+        ended_by_the_test = process.poll() is not None
+        if not ended_by_the_test:
+            process.send_signal(signal.SIGINT)
+            try:
+                code = process.wait(STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                raise
+    if ended_by_the_test:
+        return
     assert code == 0, log.read_text()
     output_lines = log.read_text()
     assert "PostgreSQL stopped" in output_lines and "NATS stopped" in output_lines, output_lines
+
+
+def services_of(pid: int) -> set[int]:
+    """The service processes `cortex run` (process `pid`) started: its children running `-m cortex_…`
+    (from /proc; in `stat`, the parent's pid is the second field after the command name)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue  # ended meanwhile
+        if parent == pid and b"-m" in command and any(part.startswith(b"cortex_") for part in command):
+            found.add(int(stat.parent.name))
+    return found
+
+
+def all_ended(pids: set[int], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while any(Path(f"/proc/{pid}").exists() for pid in pids):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.2)
+    return True
 
 
 def ready(port: int) -> bool:
@@ -107,6 +136,13 @@ def test_run_ingest_search_stop_and_run_again_on_the_same_data(tmp_path: Path) -
         cli(data_dir, "token", "--org", "acme", "--user", "alice")  # the CLI still finds this run
         # Searches are shared by both copies; whichever answers, the answer is the same.
         assert all(search(port, token, "volume discount")[:1] == ["Pricing policy"] for _ in range(10))
+        # Killed, the supervisor cannot stop its services: they stop themselves. Before, they lived on
+        # (holding the gateway's port), and the next run on the same data failed.
+        services = services_of(first.pid)
+        assert len(services) == 4  # gateway, indexer, two aggregators
+        first.kill()
+        first.wait()
+        assert all_ended(services, 30), "services outlived their supervisor"
     first_log = (tmp_path / "first.log").read_text()
     for copy in ("aggregator.1", "aggregator.2"):
         assert any(line.startswith(copy) and "answering rpc.aggregator.feed" in line for line in first_log.splitlines())

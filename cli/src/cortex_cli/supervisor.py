@@ -20,6 +20,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, Any, Self, TextIO
 
+from cortex_supervision.lifeline import LIFELINE_ENV
+
 from cortex_embedded_servers import EmbeddedNats, EmbeddedPostgres, free_port, port_is_free
 
 DEFAULT_SERVICES = ("gateway", "indexer", "aggregator")
@@ -137,6 +139,7 @@ class _Service:
     name: str
     process: subprocess.Popen[bytes]
     pump: threading.Thread
+    lifeline: int | None  # the write end of the service's lifeline (cortex_supervision), held until it stops
 
 
 def _pump(name: str, stream: IO[bytes], console: _Console) -> None:
@@ -157,20 +160,26 @@ def instances(settings: RunSettings) -> list[tuple[str, str]]:
 
 
 def _spawn(name: str, service: str, env: Mapping[str, str], console: _Console) -> _Service:
+    # The service stops itself once this process is gone, even killed (cortex_supervision.lifeline).
+    read_end, write_end = os.pipe() if os.name == "posix" else (None, None)
+    lifeline = {LIFELINE_ENV: str(read_end)} if read_end is not None else {}
     process = subprocess.Popen(  # noqa: S603 - our interpreter, a fixed module name
         [sys.executable, "-m", f"cortex_{service}"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        env=dict(env),
+        env={**env, **lifeline},
+        pass_fds=(read_end,) if read_end is not None else (),
         # Own process group: a terminal Ctrl-C reaches this supervisor only, which then stops
         # the services in order, and a service's own subprocesses are signalled with it.
         start_new_session=True,
     )
+    if read_end is not None:
+        os.close(read_end)
     assert process.stdout is not None
     pump = threading.Thread(target=_pump, args=(name, process.stdout, console), name=f"output-{name}", daemon=True)
     pump.start()
-    return _Service(name, process, pump)
+    return _Service(name, process, pump, write_end)
 
 
 def _signal_group(service: _Service, signum: int) -> None:
@@ -263,6 +272,8 @@ def _stop_services(services: list[_Service], console: _Console) -> None:
         else:
             service.process.kill()
         code = service.process.wait()
+        if service.lifeline is not None:
+            os.close(service.lifeline)
         service.pump.join(timeout=2)
         if service in running:
             console.line(_SELF, f"{service.name} stopped ({describe_exit(code, sent=signal.SIGTERM)})")

@@ -4,6 +4,7 @@ import asyncio
 import signal
 
 import uvloop
+from cortex_supervision.lifeline import watch_lifeline
 
 from cortex_aggregator.bootstrap import build
 from cortex_aggregator.settings import AggregatorSettings
@@ -19,6 +20,7 @@ async def main() -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, service.stop.set)
+    watch_lifeline()  # after the handlers: the SIGTERM it sends is a clean stop
     try:
         await service.run()
     finally:

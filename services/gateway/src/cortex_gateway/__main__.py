@@ -1,6 +1,7 @@
 """`python -m cortex_gateway`: serve the HTTP API with uvicorn until SIGINT/SIGTERM."""
 
 import uvicorn
+from cortex_supervision.lifeline import watch_lifeline
 
 from cortex_gateway.app import create_app
 from cortex_gateway.settings import GatewaySettings
@@ -12,6 +13,7 @@ def main() -> None:
     settings = GatewaySettings()  # filled from the environment
     configure_logging(settings.log_level)
     provider = configure_tracing("cortex-gateway", settings.trace_exporter, settings.otlp_endpoint)
+    watch_lifeline()  # its SIGTERM is uvicorn's clean stop (a signal before uvicorn starts ends it at once)
     try:
         uvicorn.run(
             create_app(settings),

@@ -4,6 +4,7 @@ import asyncio
 import signal
 
 import uvloop
+from cortex_supervision.lifeline import watch_lifeline
 
 from cortex_indexer.bootstrap import build
 from cortex_indexer.settings import IndexerSettings
@@ -19,6 +20,7 @@ async def main() -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, indexer.stop.set)
+    watch_lifeline()  # after the handlers: the SIGTERM it sends is a clean stop
     try:
         await indexer.run()
     finally:
