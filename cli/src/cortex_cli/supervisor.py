@@ -20,9 +20,8 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, Any, Self, TextIO
 
-from cortex_supervision.lifeline import LIFELINE_ENV
-
 from cortex_embedded_servers import EmbeddedNats, EmbeddedPostgres, free_port, port_is_free
+from cortex_supervision.lifeline import LIFELINE_ENV
 
 DEFAULT_SERVICES = ("gateway", "indexer", "aggregator")
 NATS_HOST = "127.0.0.1"

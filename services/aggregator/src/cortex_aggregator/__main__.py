@@ -4,10 +4,10 @@ import asyncio
 import signal
 
 import uvloop
-from cortex_supervision.lifeline import watch_lifeline
 
 from cortex_aggregator.bootstrap import build
 from cortex_aggregator.settings import AggregatorSettings
+from cortex_supervision.lifeline import watch_lifeline
 from cortex_telemetry.logs import configure_logging
 from cortex_telemetry.tracing import configure_tracing
 

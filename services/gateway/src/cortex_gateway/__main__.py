@@ -1,10 +1,10 @@
 """`python -m cortex_gateway`: serve the HTTP API with uvicorn until SIGINT/SIGTERM."""
 
 import uvicorn
-from cortex_supervision.lifeline import watch_lifeline
 
 from cortex_gateway.app import create_app
 from cortex_gateway.settings import GatewaySettings
+from cortex_supervision.lifeline import watch_lifeline
 from cortex_telemetry.logs import configure_logging
 from cortex_telemetry.tracing import configure_tracing
 
