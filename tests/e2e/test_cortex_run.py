@@ -1,6 +1,7 @@
 """`cortex run` (what `make run` starts) as the README's "try it" uses it: embedded PostgreSQL and NATS,
 every service in its own process (here two aggregator copies), a document ingested with the CLI and found
-over HTTP; SIGINT stops it all with exit code 0, and a second run starts again on the same data."""
+over HTTP. A second run beside it refuses; killed, it leaves no service behind, and the next run starts on
+the same data; SIGINT stops that one and everything with exit code 0."""
 
 import os
 import signal
