@@ -53,12 +53,22 @@ def version_beyond_bigint(org_id: uuid.UUID) -> Malformed:
     return Malformed(subjects.kb_document_upserted(org_id), wire, "less than or equal to 9223372036854775807")
 
 
+def updated_after_the_event(org_id: uuid.UUID) -> Malformed:
+    """Before: stored, and year 9999 put the document on top of the newest-first feed for good."""
+    event = upsert_event(org_id, uuid.uuid4(), title="t", body="b", version=1, updatedAt="9999-12-31T23:59:59Z")
+    return Malformed(
+        subjects.kb_document_upserted(org_id), event.to_wire(), "updatedAt 9999-12-31T23:59:59+00:00 is after"
+    )
+
+
 def unknown_action(org_id: uuid.UUID) -> Malformed:
     event = upsert_event(org_id, uuid.uuid4(), title="t", body="b", version=1)
     return Malformed(f"kb.{org_id}.document.exploded", event.to_wire(), "unknown event 'document.exploded'")
 
 
-@pytest.mark.parametrize("malformed", [invalid_json, not_utf8, missing_title, version_beyond_bigint, unknown_action])
+@pytest.mark.parametrize(
+    "malformed", [invalid_json, not_utf8, missing_title, version_beyond_bigint, updated_after_the_event, unknown_action]
+)
 async def test_a_malformed_event_is_dead_lettered_and_the_next_event_still_indexed(
     malformed: Callable[[uuid.UUID], Malformed], org: Org, js: JetStreamContext, nats_client: NATS
 ) -> None:

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import asyncpg
@@ -38,6 +38,11 @@ FAILED = "failed"  # status of a document whose file could not be read
 UNKNOWN_ORGANIZATION = "CXORG"
 OTHER_ORGANIZATIONS_DOCUMENT = "CXOWN"
 OTHER_EMBEDDING_SPACE = "CXSPC"
+
+
+# How far a document's updatedAt may run ahead of the event reporting it: the clocks of a KB service and of
+# its publisher may differ a little. Beyond that it is an error (year 9999 would top the newest-first feed).
+UPDATED_AHEAD_TOLERANCE = timedelta(hours=1)
 
 
 class UnknownOrganization(Exception):
@@ -151,6 +156,19 @@ async def _embed_changed(
     return [known.get(chunk.content_hash) or fresh[chunk.content_hash] for chunk in chunks]
 
 
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)  # as PostgreSQL reads it
+
+
+def _check_updated_at(doc: DocumentUpserted, meta: EventMeta) -> None:
+    """A document cannot change after the event that reports the change."""
+    if doc.updated_at is not None and _aware(doc.updated_at) - _aware(meta.time) > UPDATED_AHEAD_TOLERANCE:
+        raise PoisonMessage(
+            f"updatedAt {doc.updated_at.isoformat()} is after the event's time {meta.time.isoformat()} "
+            f"(by more than {UPDATED_AHEAD_TOLERANCE})"
+        )
+
+
 async def index_document(
     ctx: IndexingContext,
     meta: EventMeta,
@@ -169,6 +187,7 @@ async def index_document(
     """
     if doc.organization_id != meta.organization_id:
         raise PoisonMessage("payload organizationId differs from the event's orgid")
+    _check_updated_at(doc, meta)
     if known is None:
         known = await prior_embeddings(ctx, meta, doc.document_id, doc.version, want_embeddings=not failure_reason)
     if known is None:
