@@ -5,6 +5,7 @@ import asyncio
 import os
 import sys
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from cortex_cli import config, dead_letters
@@ -19,6 +20,10 @@ from cortex_plugins import CATEGORIES, PluginChoiceError, PluginRegistry
 from cortex_store.models import MemberRole
 
 MAX_COPIES = 64
+SLUG_CHARS = 100  # the gateway's X-Scope-Slug takes at most this many
+NAME_CHARS = 200  # user ids, key and Team names
+TITLE_CHARS = 300  # Work and Mission titles
+TAG_CHARS = 64  # tags and document classes
 
 
 def _copies(value: str) -> int:
@@ -29,6 +34,20 @@ def _copies(value: str) -> int:
     if not 1 <= count <= MAX_COPIES:
         raise argparse.ArgumentTypeError(f"between 1 and {MAX_COPIES}, not {count}")
     return count
+
+
+def _text(limit: int) -> Callable[[str], str]:
+    """An argument that must say something: stripped, not blank, at most `limit` characters, no NUL."""
+
+    def checked(value: str) -> str:
+        text = value.strip()
+        if not text or "\x00" in text:
+            raise argparse.ArgumentTypeError("must not be blank")
+        if len(text) > limit:
+            raise argparse.ArgumentTypeError(f"at most {limit} characters, not {len(text)}")
+        return text
+
+    return checked
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -175,8 +194,8 @@ def parser() -> argparse.ArgumentParser:
     commands.add_parser("migrate", help="apply database migrations")
 
     token = commands.add_parser("token", help="print a bearer token for a member of an organization")
-    token.add_argument("--org", required=True, help="organization slug")
-    token.add_argument("--user", required=True, help="user id")
+    token.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
+    token.add_argument("--user", required=True, type=_text(NAME_CHARS), help="user id")
     token.add_argument("--role", choices=[r.value for r in MemberRole], default=MemberRole.MEMBER.value)
     token.add_argument("--create", action="store_true", help="create the organization and membership if missing")
     token.add_argument(
@@ -188,42 +207,42 @@ def parser() -> argparse.ArgumentParser:
 
     ingest = commands.add_parser("ingest", help="publish files as KB document or upload events")
     ingest.add_argument("files", nargs="+", help="markdown, text, HTML, PDF, DOCX, XLSX or PPTX files")
-    ingest.add_argument("--org", required=True, help="organization slug")
+    ingest.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
     ingest.add_argument("--work", type=uuid.UUID, default=None, help="Work id (absent = org-scoped)")
-    ingest.add_argument("--class", dest="doc_class", default=None, help="document class")
-    ingest.add_argument("--tag", action="append", default=[], help="tag (repeatable)")
+    ingest.add_argument("--class", dest="doc_class", type=_text(TAG_CHARS), default=None, help="document class")
+    ingest.add_argument("--tag", action="append", type=_text(TAG_CHARS), default=[], help="tag (repeatable)")
 
     work = commands.add_parser("work", help="Works (published as catalog events)").add_subparsers(
         dest="work_command", required=True
     )
     work_create = work.add_parser("create", help="create a Work; prints its id")
-    work_create.add_argument("--org", required=True, help="organization slug")
-    work_create.add_argument("--title", required=True, help="Work title")
-    work_create.add_argument("--mission-title", default=None, help="Mission (created if needed)")
-    work_create.add_argument("--team", default=None, help="owning Team name (created if needed)")
+    work_create.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
+    work_create.add_argument("--title", required=True, type=_text(TITLE_CHARS), help="Work title")
+    work_create.add_argument("--mission-title", type=_text(TITLE_CHARS), help="Mission (created if needed)")
+    work_create.add_argument("--team", type=_text(NAME_CHARS), help="owning Team name (created if needed)")
 
     apikey = commands.add_parser("apikey", help="API keys of service accounts and agents").add_subparsers(
         dest="apikey_command", required=True
     )
     create = apikey.add_parser("create", help="create a key; prints it once (last line)")
-    create.add_argument("--org", required=True)
-    create.add_argument("--name", required=True, help="what the key is for")
+    create.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
+    create.add_argument("--name", required=True, type=_text(NAME_CHARS), help="what the key is for")
     create.add_argument("--role", choices=[r.value for r in MemberRole], default=MemberRole.MEMBER.value)
     revoke = apikey.add_parser("revoke", help="revoke a key at once")
-    revoke.add_argument("--org", required=True)
+    revoke.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
     revoke.add_argument("key_id", type=uuid.UUID)
     listing = apikey.add_parser("list", help="list an organization's keys")
-    listing.add_argument("--org", required=True)
+    listing.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
 
     dlq = commands.add_parser(
         "dlq", help="an organization's dead letters: list them, or send them again"
     ).add_subparsers(dest="dlq_command", required=True)
     dlq_list = dlq.add_parser("list", help="number, time, subject, reason and error of each, oldest first")
-    dlq_list.add_argument("--org", required=True, help="organization slug")
+    dlq_list.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
     replay = dlq.add_parser(
         "replay", help="publish the events again (once their cause is fixed), then drop the letters"
     )
-    replay.add_argument("--org", required=True, help="organization slug")
+    replay.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
     replay.add_argument("sequences", nargs="*", type=int, metavar="NUMBER", help="letters to replay, as listed")
     replay.add_argument("--all", action="store_true", help="every letter of the organization")
 
@@ -231,9 +250,9 @@ def parser() -> argparse.ArgumentParser:
         dest="plugins_command", required=True
     )
     plugins_list = plugins.add_parser("list", help="categories, plugins, health and the active choice")
-    plugins_list.add_argument("--org", required=True, help="organization slug")
+    plugins_list.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
     use = plugins.add_parser("use", help="set the organization's plugin for a category (an env pin still wins)")
-    use.add_argument("--org", required=True, help="organization slug")
+    use.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
     use.add_argument("category", help=", ".join(c.name for c in CATEGORIES if c.selectable))
     use.add_argument("name", help="the plugin's name, as `cortex plugins list` shows it")
     return root
