@@ -10,10 +10,11 @@ from cortex_gateway.routes.responses import problem
 UNSUPPORTED_MEDIA_TYPE: dict[int | str, dict[str, Any]] = {415: problem("The body is not sent as application/json")}
 
 
-def json_content(request: Request) -> None:
+async def json_content(request: Request) -> None:
     """A route dependency: the body's Content-Type must be application/json or an `application/…+json` type,
     the ones FastAPI parses (strictly: a body without one is not read as JSON either). Refused with the type
-    the route takes in `Accept` (RFC 9110 §15.5.16)."""
+    the route takes in `Accept` (RFC 9110 §15.5.16). `async`, as auth.py's: a plain `def` dependency would
+    cost a worker-thread hop per request."""
     media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json")):
         return
