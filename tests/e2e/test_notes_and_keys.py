@@ -93,18 +93,15 @@ async def test_note_validation_rejects_what_the_issue_rules_out(org: Org) -> Non
 
 async def test_a_retry_with_the_same_idempotency_key_returns_the_first_result_and_creates_nothing(org: Org) -> None:
     key = {"Idempotency-Key": f"retry-{uuid.uuid4()}"}
-    first = await org.admin.post(
-        "/api/memory/documents", params={"wait": "true"}, headers=key, json={"title": "First try", "body": "one"}
-    )
+    note = {"title": "First try", "body": "one", "tags": ["a"]}
+    first = await org.admin.post("/api/memory/documents", params={"wait": "true"}, headers=key, json=note)
     assert first.status_code == 201, first.text
     note_id = first.json()["id"]
 
-    retry = await org.admin.post(
-        "/api/memory/documents", params={"wait": "true"}, headers=key, json={"title": "Second try", "body": "two"}
-    )
+    retry = await org.admin.post("/api/memory/documents", params={"wait": "true"}, headers=key, json=note)
     assert retry.status_code == 201, retry.text
     assert retry.json()["id"] == note_id
-    again = await org.admin.post("/api/memory/documents", headers=key, json={"title": "Third try"})
+    again = await org.admin.post("/api/memory/documents", headers=key, json=dict(reversed(note.items())))
     assert again.status_code == 202, again.text
     assert again.json()["id"] == note_id
 
@@ -123,6 +120,24 @@ async def test_a_retry_with_the_same_idempotency_key_returns_the_first_result_an
     assert sorted(await feed_ids(org.member)) == sorted([note_id, other.json()["id"]])
     detail = (await org.member.get(f"/api/memory/documents/{note_id}")).json()
     assert (detail["item"]["title"], detail["body"], detail["version"]) == ("First try", "one", 1)
+
+
+async def test_the_same_idempotency_key_with_another_request_is_422_and_changes_nothing(org: Org) -> None:
+    key = {"Idempotency-Key": f"reused-{uuid.uuid4()}"}
+    first = await org.admin.post(
+        "/api/memory/documents", params={"wait": "true"}, headers=key, json={"title": "First try", "body": "one"}
+    )
+    assert first.status_code == 201, first.text
+
+    for changed in ({"title": "Second try", "body": "one"}, {"title": "First try", "body": "two"}):
+        reused = await org.admin.post("/api/memory/documents", params={"wait": "true"}, headers=key, json=changed)
+        assert reused.status_code == 422, reused.text
+        assert reused.headers["content-type"] == "application/problem+json"
+        assert "Idempotency-Key" in reused.json()["detail"]
+
+    assert await feed_ids(org.member) == [first.json()["id"]]
+    detail = (await org.member.get(f"/api/memory/documents/{first.json()['id']}")).json()
+    assert (detail["item"]["title"], detail["body"]) == ("First try", "one")
 
 
 async def test_the_same_idempotency_key_of_another_caller_is_another_note(

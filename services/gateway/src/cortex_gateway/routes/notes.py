@@ -17,6 +17,7 @@ from cortex_contracts.envelope import Envelope, new_envelope
 from cortex_contracts.rpc import ItemReply, ItemRequest
 from cortex_gateway.aggregator_client import ask_aggregator
 from cortex_gateway.auth import AdminDep, Caller, ResourcesDep
+from cortex_gateway.idempotency import document_for_key
 from cortex_gateway.json_body import UNSUPPORTED_MEDIA_TYPE, json_content
 from cortex_gateway.problems import Problem
 from cortex_gateway.resources import Resources
@@ -26,7 +27,6 @@ from cortex_messaging.publisher import publish_event
 router = APIRouter(prefix="/api/memory", tags=["memory"])
 
 NOTE_SOURCE = "note"
-IDEMPOTENCY_NAMESPACE = uuid.UUID("0b7e4a52-8f5c-4e0a-9a53-2c4d7f1e6b90")
 
 
 class NoteCreate(BaseModel):
@@ -125,6 +125,7 @@ async def _publish_and_wait(res: Resources, caller: Caller, event: Envelope, doc
         504: problem("Not indexed within the wait timeout"),
         **UNSUPPORTED_MEDIA_TYPE,
         **ERRORS,
+        422: problem("Invalid note, or an Idempotency-Key first used with a different request"),
     },
 )
 async def create_note(
@@ -138,12 +139,22 @@ async def create_note(
             alias="Idempotency-Key",
             min_length=1,
             max_length=200,
-            description="A retry with the same key returns the first result and creates nothing new.",
+            pattern=NO_NUL,
+            description=(
+                "A retry with the same key and request returns the first result and creates nothing new; "
+                "the key with a different request is 422."
+            ),
         ),
     ] = None,
 ) -> JSONResponse:
     document_id = (
-        uuid.uuid5(IDEMPOTENCY_NAMESPACE, f"{caller.organization_id}:{caller.principal}:{idempotency_key}")
+        await document_for_key(
+            res.sessions,
+            caller.organization_id,
+            caller.principal,
+            idempotency_key,
+            note.model_dump(mode="json", by_alias=True),
+        )
         if idempotency_key
         else uuid.uuid4()
     )
