@@ -1,7 +1,7 @@
 """`cortex run` (what `make run` starts) as the README's "try it" uses it: embedded PostgreSQL and NATS,
 every service in its own process (here two aggregator copies), a document ingested with the CLI and found
-over HTTP. A second run beside it refuses; killed, it leaves no service behind, and the next run starts on
-the same data; SIGINT stops that one and everything with exit code 0."""
+over HTTP. A second run beside it refuses; killed, it leaves no service nor server behind, and the next run
+starts on the same data; SIGINT stops that one and everything with exit code 0."""
 
 import os
 import signal
@@ -72,9 +72,14 @@ def services_of(pid: int) -> set[int]:
             command = (stat.parent / "cmdline").read_bytes().split(b"\0")
         except OSError:
             continue  # ended meanwhile
-        if parent == pid and b"-m" in command and any(part.startswith(b"cortex_") for part in command):
+        service = any(part.startswith(b"cortex_") for part in command) and b"cortex_cli.warden" not in command
+        if parent == pid and b"-m" in command and service:
             found.add(int(stat.parent.name))
     return found
+
+
+def pid_in(pid_file: Path) -> int:
+    return int(pid_file.read_text().split()[0])
 
 
 def all_ended(pids: set[int], seconds: float) -> bool:
@@ -141,9 +146,13 @@ def test_run_ingest_search_stop_and_run_again_on_the_same_data(tmp_path: Path) -
         # (holding the gateway's port), and the next run on the same data failed.
         services = services_of(first.pid)
         assert len(services) == 4  # gateway, indexer, two aggregators
+        servers = {pid_in(data_dir / "pg" / "postmaster.pid"), pid_in(data_dir / "nats" / "nats.pid")}
         first.kill()
         first.wait()
         assert all_ended(services, 30), "services outlived their supervisor"
+        # Its warden then stops the embedded servers. Before, they ran on until the next run took them over.
+        assert all_ended(servers, STOP_SECONDS), "PostgreSQL or NATS outlived the run"
+        assert not (data_dir / "runtime.env").exists()
     first_log = (tmp_path / "first.log").read_text()
     for copy in ("aggregator.1", "aggregator.2"):
         assert any(line.startswith(copy) and "answering rpc.aggregator.feed" in line for line in first_log.splitlines())

@@ -52,11 +52,11 @@ def _text(limit: int) -> Callable[[str], str]:
 
 def _run(args: argparse.Namespace) -> int:
     directory = config.data_dir()
-    with holding_run_lock(directory):
-        return _run_holding_the_lock(args, directory)
+    with holding_run_lock(directory) as run_lock:
+        return _run_holding_the_lock(args, directory, run_lock)
 
 
-def _run_holding_the_lock(args: argparse.Namespace, directory: Path) -> int:
+def _run_holding_the_lock(args: argparse.Namespace, directory: Path, run_lock: int) -> int:
     from cortex_cli.supervisor import RunSettings, run_all
     from cortex_store.migrate import upgrade
     from cortex_store.tenancy import app_role_url
@@ -72,6 +72,7 @@ def _run_holding_the_lock(args: argparse.Namespace, directory: Path) -> int:
         service_database_url=app_role_url if not os.environ.get("DATABASE_URL") else str,
         on_ready=lambda db, nats: config.write_runtime(directory, {"DATABASE_URL": db, "NATS_URL": nats}),
         copies={"aggregator": args.aggregators},
+        run_lock=run_lock,
     )
     try:
         return run_all(settings)

@@ -2,39 +2,64 @@
 
 A second run on the same directory would take the first one's servers for leftovers of a killed run: it
 stopped the first one's NATS, attached to its PostgreSQL and stopped that on its way out, and removed the
-runtime file the CLI finds Cortex by. The lock is an flock, so the kernel drops it when its holder dies,
-however it dies: a killed run leaves nothing that blocks the next one.
+runtime file the CLI finds Cortex by. The lock is an flock, so the kernel drops it when its holders die,
+however they die. Its holders are every process of the run: the supervisor, and the services, which
+inherit its descriptor. After them the run's warden (`cortex_cli.warden`) takes it to stop the embedded
+servers a killed run left; a run started meanwhile waits for that instead of refusing.
 """
 
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 LOCK_FILE = "run.lock"
+STOPPING = "stopping"  # written beside the warden's pid while it stops a killed run's servers
+STOPPING_WAIT_SECONDS = 90.0  # PostgreSQL's fast shutdown (pg_ctl waits up to 60 s) and NATS' (10 s)
 
 
 class AlreadyRunning(RuntimeError):
     pass
 
 
-@contextmanager
-def holding_run_lock(directory: Path) -> Iterator[None]:
-    directory.mkdir(parents=True, exist_ok=True)
-    # Not inherited by the services and servers started meanwhile (Python's descriptors close on exec).
-    descriptor = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
+def _holder(descriptor: int) -> str:
+    return os.pread(descriptor, 64, 0).decode(errors="replace").strip() or "unknown"
+
+
+def mark_held(descriptor: int, *, stopping: bool = False) -> None:
+    os.ftruncate(descriptor, 0)
+    os.pwrite(descriptor, f"{os.getpid()}{' ' + STOPPING if stopping else ''}\n".encode(), 0)
+
+
+def _lock_unless_running(descriptor: int, directory: Path) -> None:
+    deadline = time.monotonic() + STOPPING_WAIT_SECONDS
+    while True:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(descriptor, 32, 0).decode(errors="replace").strip() or "unknown"
-            raise AlreadyRunning(
-                f"Cortex is already running on {directory} (pid {holder}): stop that one first, "
-                "or give this one another CORTEX_DATA_DIR."
-            ) from None
-        os.ftruncate(descriptor, 0)
-        os.pwrite(descriptor, f"{os.getpid()}\n".encode(), 0)
-        yield
+            holder = _holder(descriptor)
+            if not holder.endswith(STOPPING) or time.monotonic() > deadline:
+                pid = holder.removesuffix(STOPPING).strip()
+                raise AlreadyRunning(
+                    f"Cortex is already running on {directory} (pid {pid}): stop that one first, "
+                    "or give this one another CORTEX_DATA_DIR."
+                ) from None
+            time.sleep(0.2)
+        else:
+            return
+
+
+@contextmanager
+def holding_run_lock(directory: Path) -> Iterator[int]:
+    """Hold the run lock; yields its descriptor, for the run's services to inherit."""
+    directory.mkdir(parents=True, exist_ok=True)
+    # Not inherited by what is started meanwhile unless passed on (Python's descriptors close on exec).
+    descriptor = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        _lock_unless_running(descriptor, directory)
+        mark_held(descriptor)
+        yield descriptor
     finally:
         os.close(descriptor)

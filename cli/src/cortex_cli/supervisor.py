@@ -57,6 +57,9 @@ class RunSettings:
     """The URL the services connect with, given the one migrations ran with (e.g. as a less privileged role)."""
     on_ready: Callable[[str, str], None] | None = None
     """Called with the database and NATS URLs once migrated, before the services start."""
+    run_lock: int | None = None
+    """The run lock's descriptor (`cortex_cli.run_lock`): every service inherits it, and a warden
+    (`cortex_cli.warden`) waiting for it stops the embedded servers should this process be killed."""
 
 
 class _Console:
@@ -158,17 +161,18 @@ def instances(settings: RunSettings) -> list[tuple[str, str]]:
     return started
 
 
-def _spawn(name: str, service: str, env: Mapping[str, str], console: _Console) -> _Service:
+def _spawn(name: str, service: str, env: Mapping[str, str], console: _Console, run_lock: int | None) -> _Service:
     # The service stops itself once this process is gone, even killed (cortex_supervision.lifeline).
     read_end, write_end = os.pipe() if os.name == "posix" else (None, None)
     lifeline = {LIFELINE_ENV: str(read_end)} if read_end is not None else {}
+    inherited = tuple(fd for fd in (read_end, run_lock) if fd is not None)
     process = subprocess.Popen(  # noqa: S603 - our interpreter, a fixed module name
         [sys.executable, "-m", f"cortex_{service}"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env={**env, **lifeline},
-        pass_fds=(read_end,) if read_end is not None else (),
+        pass_fds=inherited,
         # Own process group: a terminal Ctrl-C reaches this supervisor only, which then stops
         # the services in order, and a service's own subprocesses are signalled with it.
         start_new_session=True,
@@ -203,6 +207,23 @@ def describe_exit(code: int, *, sent: signal.Signals | None = None) -> str:
 
 def _hide_password(url: str) -> str:
     return _URL_PASSWORD.sub(r"\1:***@", url)
+
+
+def _start_warden(settings: RunSettings) -> None:
+    """Left running on purpose: it outlives this process, and ends by itself once the run is over."""
+    given = {"postgres": settings.database_url, "nats": settings.nats_url}
+    embedded = [f"--{kind}" for kind, url in given.items() if url is None]
+    if settings.run_lock is None or not embedded:
+        return
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    with (settings.data_dir / "warden.log").open("ab") as log:
+        subprocess.Popen(  # noqa: S603 - our interpreter, a fixed module name
+            [sys.executable, "-m", "cortex_cli.warden", "--data-dir", str(settings.data_dir), *embedded],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # no terminal's Ctrl-C or hang-up reaches it
+        )
 
 
 def _start_database(settings: RunSettings, started: list[EmbeddedPostgres | EmbeddedNats], console: _Console) -> str:
@@ -320,6 +341,7 @@ def run_all(settings: RunSettings) -> int:
     services: list[_Service] = []
     with _StopSignals() as signals:
         try:
+            _start_warden(settings)
             database_url = _start_database(settings, started, console)
             signals.check()
             nats_url = _start_nats(settings, started, console)
@@ -335,7 +357,7 @@ def run_all(settings: RunSettings) -> int:
             for name, service in processes:
                 if signals.requested.is_set():
                     break
-                services.append(_spawn(name, service, env, console))
+                services.append(_spawn(name, service, env, console, settings.run_lock))
             code = _supervise(services, signals, console)
         except KeyboardInterrupt:
             name = signals.received.name if signals.received is not None else "SIGINT"

@@ -66,11 +66,11 @@ def _discard_stale_pid_file(data_dir: Path) -> None:
         pid_file.unlink(missing_ok=True)
 
 
-def _stop_server(data_dir: Path) -> None:
-    """Stop the server running on ``data_dir`` with ``pg_ctl stop -m fast``, else by signals."""
+def _stop_server(data_dir: Path) -> bool:
+    """Stop the server running on ``data_dir`` with ``pg_ctl stop -m fast``, else by signals; False if none ran."""
     process = _server_process(data_dir)
     if process is None:
-        return
+        return False
     try:
         subprocess.run(  # noqa: S603 - fixed binary, no shell
             [
@@ -95,6 +95,7 @@ def _stop_server(data_dir: Path) -> None:
             process.wait(10)
         except psutil.TimeoutExpired:
             process.kill()
+    return True
 
 
 def _forget_handle(data_dir: Path) -> None:
@@ -200,5 +201,5 @@ class EmbeddedPostgres:
         atexit.unregister(self.stop)
         self._url = None
         _forget_handle(self.data_dir)
-        _stop_server(self.data_dir)
-        _logger.info("PostgreSQL stopped (data in %s)", self.data_dir)
+        if _stop_server(self.data_dir):
+            _logger.info("PostgreSQL stopped (data in %s)", self.data_dir)
