@@ -5,7 +5,8 @@ stopped the first one's NATS, attached to its PostgreSQL and stopped that on its
 runtime file the CLI finds Cortex by. The lock is an flock, so the kernel drops it when its holders die,
 however they die. Its holders are every process of the run: the supervisor, and the services, which
 inherit its descriptor. After them the run's warden (`cortex_cli.warden`) takes it to stop the embedded
-servers a killed run left; a run started meanwhile waits for that instead of refusing.
+servers a killed run left. A run started while a killed run's services and warden finish waits for them
+instead of refusing.
 """
 
 import fcntl
@@ -33,6 +34,20 @@ def mark_held(descriptor: int, *, stopping: bool = False) -> None:
     os.pwrite(descriptor, f"{os.getpid()}{' ' + STOPPING if stopping else ''}\n".encode(), 0)
 
 
+def _ending(holder: str) -> bool:
+    """Whether the run holding the lock is on its way out: its warden at work, or its supervisor gone
+    while its services stop (they hold the lock too)."""
+    if holder.endswith(STOPPING):
+        return True
+    try:
+        os.kill(int(holder), 0)
+    except ProcessLookupError:
+        return True
+    except (ValueError, PermissionError):
+        return False
+    return False
+
+
 def _lock_unless_running(descriptor: int, directory: Path) -> None:
     deadline = time.monotonic() + STOPPING_WAIT_SECONDS
     while True:
@@ -40,7 +55,7 @@ def _lock_unless_running(descriptor: int, directory: Path) -> None:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             holder = _holder(descriptor)
-            if not holder.endswith(STOPPING) or time.monotonic() > deadline:
+            if not _ending(holder) or time.monotonic() > deadline:
                 pid = holder.removesuffix(STOPPING).strip()
                 raise AlreadyRunning(
                     f"Cortex is already running on {directory} (pid {pid}): stop that one first, "
