@@ -140,6 +140,34 @@ async def test_the_same_idempotency_key_with_another_request_is_422_and_changes_
     assert (detail["item"]["title"], detail["body"]) == ("First try", "one")
 
 
+async def test_concurrent_first_uses_of_one_idempotency_key_make_one_note(org: Org) -> None:
+    """A client that retries while its first request is still in flight: every copy names one note, and
+    of copies with different bodies only one is taken."""
+    same = {"Idempotency-Key": f"racing-{uuid.uuid4()}"}
+    copies = await asyncio.gather(
+        *(org.admin.post("/api/memory/documents", headers=same, json={"title": "Raced"}) for _ in range(6))
+    )
+    assert [copy.status_code for copy in copies] == [202] * 6
+    assert len({copy.json()["id"] for copy in copies}) == 1
+
+    differing = {"Idempotency-Key": f"racing-{uuid.uuid4()}"}
+    rivals = await asyncio.gather(
+        *(org.admin.post("/api/memory/documents", headers=differing, json={"title": f"Rival {n}"}) for n in range(6))
+    )
+    assert sorted(rival.status_code for rival in rivals) == [202] + [422] * 5
+    winner = next(n for n, rival in enumerate(rivals) if rival.status_code == 202)
+
+    # Retried once more, waiting: both notes are searchable, and they are the only ones.
+    waited = [
+        await org.admin.post("/api/memory/documents", params={"wait": "true"}, headers=key, json=body)
+        for key, body in ((same, {"title": "Raced"}), (differing, {"title": f"Rival {winner}"}))
+    ]
+    assert [response.status_code for response in waited] == [201, 201]
+    ids = [response.json()["id"] for response in waited]
+    assert ids == [copies[0].json()["id"], rivals[winner].json()["id"]]
+    assert sorted(await feed_ids(org.member)) == sorted(ids)
+
+
 async def test_the_same_idempotency_key_of_another_caller_is_another_note(
     org: Org, migrated: Infrastructure, services: RunningServices
 ) -> None:
