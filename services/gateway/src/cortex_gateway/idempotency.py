@@ -19,7 +19,7 @@ from cortex_store.models import IdempotencyKey
 from cortex_store.tenancy import org_transaction
 
 
-def request_sha256(request: dict[str, Any]) -> str:
+def _request_sha256(request: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
@@ -31,7 +31,7 @@ async def document_for_key(
     request: dict[str, Any],
 ) -> uuid.UUID:
     """The document `key` stands for: a new id on its first use, the first use's id on a retry of it."""
-    fingerprint = request_sha256(request)
+    fingerprint = _request_sha256(request)
     async with org_transaction(sessions, organization_id) as session:
         # A concurrent first use of the key waits here for the other's commit, then finds its row below.
         await session.execute(
