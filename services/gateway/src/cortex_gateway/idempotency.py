@@ -18,6 +18,10 @@ from cortex_gateway.problems import Problem
 from cortex_store.models import IdempotencyKey
 from cortex_store.tenancy import org_transaction
 
+# A key's document id is derived from the key, as it was before keys were stored (migration 0016): a retry
+# that spans the upgrade still names the note its first request made.
+KEY_NAMESPACE = uuid.UUID("0b7e4a52-8f5c-4e0a-9a53-2c4d7f1e6b90")
+
 
 def _request_sha256(request: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(request, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
@@ -30,7 +34,7 @@ async def document_for_key(
     key: str,
     request: dict[str, Any],
 ) -> uuid.UUID:
-    """The document `key` stands for: a new id on its first use, the first use's id on a retry of it."""
+    """The document `key` stands for, on its first use and on every retry of that request."""
     fingerprint = _request_sha256(request)
     async with org_transaction(sessions, organization_id) as session:
         # A concurrent first use of the key waits here for the other's commit, then finds its row below.
@@ -41,7 +45,7 @@ async def document_for_key(
                 principal=principal,
                 key=key,
                 request_sha256=fingerprint,
-                document_id=uuid.uuid4(),
+                document_id=uuid.uuid5(KEY_NAMESPACE, f"{organization_id}:{principal}:{key}"),
             )
             .on_conflict_do_nothing()
         )
