@@ -43,8 +43,8 @@ def _ending(holder: str) -> bool:
         os.kill(int(holder), 0)
     except ProcessLookupError:
         return True
-    except (ValueError, PermissionError):
-        return False
+    except (ValueError, PermissionError):  # no pid written yet; a live process of another user
+        pass
     return False
 
 

@@ -215,7 +215,6 @@ def _start_warden(settings: RunSettings) -> None:
     embedded = [f"--{kind}" for kind, url in given.items() if url is None]
     if settings.run_lock is None or not embedded:
         return
-    settings.data_dir.mkdir(parents=True, exist_ok=True)
     with (settings.data_dir / "warden.log").open("ab") as log:
         subprocess.Popen(  # noqa: S603 - our interpreter, a fixed module name
             [sys.executable, "-m", "cortex_cli.warden", "--data-dir", str(settings.data_dir), *embedded],

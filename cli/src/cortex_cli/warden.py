@@ -18,8 +18,6 @@ from cortex_cli import config
 from cortex_cli.run_lock import LOCK_FILE, mark_held
 from cortex_embedded_servers import EmbeddedNats, EmbeddedPostgres
 
-_logger = logging.getLogger("cortex.warden")
-
 
 def stop_what_the_run_left(directory: Path, *, postgres: bool, nats: bool) -> None:
     descriptor = os.open(directory / LOCK_FILE, os.O_RDWR)
