@@ -51,12 +51,13 @@ from bench.cpu import CpuMeter, describe, usage
 from bench.harness import Deployment, Member, deployment, new_member
 from bench.publishing import Document, IndexedLog, upsert_event, wait_with_progress
 from bench.report import environment, table, write_json
-from cortex_cli.ingest import Buckets, IngestOptions, ingest_file
+from cortex_cli.ingest import IngestOptions, ingest_file
 from cortex_contracts import subjects
 from cortex_embedding.batcher import approximate_tokens
 from cortex_embedding.local_model import LocalModel, load_local_embedder
 from cortex_embedding.slicing import padded_tokens
 from cortex_indexer.chunking import chunk_document
+from cortex_messaging.buckets import Buckets
 from cortex_messaging.connection import connect
 from cortex_messaging.publisher import publish_event
 from cortex_store.database import asyncpg_dsn

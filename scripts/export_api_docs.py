@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from importlib.metadata import version
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, cast
 from uuid import UUID
 
@@ -101,6 +102,7 @@ def openapi_document() -> str:
 class _CapturingJetStream:
     def __init__(self) -> None:
         self.published: list[tuple[str, bytes, dict[str, str]]] = []
+        self._nc = SimpleNamespace(max_payload=1024 * 1024)  # publish_event checks the size against it
 
     async def publish(self, subject: str, payload: bytes, *, headers: dict[str, str], **_: object) -> None:
         self.published.append((subject, payload, headers))

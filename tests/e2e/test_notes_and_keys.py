@@ -5,6 +5,7 @@ JWKS URL and the default rate limits; it shares PostgreSQL, NATS and the aggrega
 """
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -15,9 +16,11 @@ import httpx
 import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
+from nats.js import JetStreamContext
 
 from cortex_cli.api_keys import create_key, revoke_key
 from cortex_cli.organizations import ensure_membership
+from cortex_contracts import subjects
 from cortex_gateway.idempotency import KEY_NAMESPACE
 from cortex_gateway.settings import GatewaySettings
 from cortex_gateway.tokens import issue_token
@@ -186,6 +189,25 @@ async def test_the_same_idempotency_key_of_another_caller_is_another_note(
 
 
 # --- Body limit -----------------------------------------------------------------------------------
+
+
+async def test_a_note_body_at_its_limit_travels_through_the_object_store(org: Org, js: JetStreamContext) -> None:
+    """1 MiB of characters, no event could carry it. Sent inline, a body this size made NATS close the
+    gateway's connection for good (every later request 500). Mostly blank, so it is quick to embed."""
+    body = "Aardvark opening. " + " " * (MIB - 40) + " closing zebrafish."
+    assert len(body) == MIB - 3
+    created = await org.admin.post(
+        "/api/memory/documents", params={"wait": "true"}, json={"title": "Long", "body": body}
+    )
+    assert created.status_code == 201, created.text
+    event = json.loads((await js.get_last_msg("KB", subjects.kb_document_upserted(org.id))).data or b"")
+    assert "body" not in event["data"]
+    assert event["data"]["bodyRef"]["bucket"] == "cortex-bodies"
+    detail = await org.member.get(f"/api/memory/documents/{created.json()['id']}")
+    assert detail.status_code == 200, detail.text
+    assert detail.json()["body"] == body
+    found = await org.member.get("/api/memory", params={"q": "zebrafish"})
+    assert [item["id"] for item in found.json()["items"]] == [created.json()["id"]]
 
 
 async def test_a_body_over_the_gateway_limit_is_413_before_it_is_read(org: Org) -> None:

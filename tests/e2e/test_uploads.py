@@ -16,13 +16,14 @@ import pytest
 from nats.js import JetStreamContext
 from nats.js.api import ObjectStoreConfig
 
-from cortex_cli.ingest import INLINE_BODY_LIMIT, IngestOptions, document_id_for, ingest_files, upload_id_for
+from cortex_cli.ingest import IngestOptions, document_id_for, ingest_files, upload_id_for
 from cortex_contracts import subjects
 from cortex_contracts.documents import ObjectRef
 from cortex_contracts.envelope import new_envelope
 from cortex_contracts.uploads import TYPE_UPLOAD_CREATED, UploadCreated
 from cortex_extractors import media_types, samples
 from cortex_indexer.uploads import document_id_for as upload_document_id
+from cortex_messaging.buckets import INLINE_BODY_LIMIT
 from cortex_messaging.publisher import publish_event
 from tests.conftest import Org
 from tests.dlq import read_dead_letters

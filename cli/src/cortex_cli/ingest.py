@@ -11,10 +11,6 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from nats.js import JetStreamContext
-from nats.js.api import ObjectStoreConfig
-from nats.js.errors import BucketNotFoundError
-from nats.js.object_store import ObjectStore
 from tqdm import tqdm
 
 from cortex_cli.unreachable import connect_nats
@@ -27,12 +23,9 @@ from cortex_extractors.errors import CorruptFile
 from cortex_extractors.limits import MAX_INPUT_BYTES, MAX_TEXT_CHARS
 from cortex_extractors.media_types import TEXT_TYPES
 from cortex_extractors.plain_text import decode_text
+from cortex_messaging.buckets import UPLOAD_BUCKET, Buckets, stored_if_large
 from cortex_messaging.publisher import publish_event
 
-INLINE_BODY_LIMIT = 256 * 1024  # larger bodies go through the Object Store (NATS max payload is 1 MiB)
-BODY_BUCKET = "cortex-bodies"
-UPLOAD_BUCKET = "cortex-uploads"
-BUCKETS = {BODY_BUCKET: "Large KB document bodies", UPLOAD_BUCKET: "Uploaded files, as uploaded"}
 SOURCE = "cortex/cli"
 FILE_NAMESPACE = uuid.UUID("5b3c8a4e-1f0d-4c1e-9b7a-6d2f0c9e8a11")
 
@@ -67,25 +60,6 @@ def _version() -> int:
     return time.time_ns() // 1000
 
 
-class Buckets:
-    """The Object Store buckets, each opened (or made) once per run: opening one asks the server for
-    its stream's info, a request as dear as the upload itself for a small file."""
-
-    def __init__(self, js: JetStreamContext) -> None:
-        self.js = js
-        self._opened: dict[str, ObjectStore] = {}
-
-    async def get(self, name: str) -> ObjectStore:
-        if name not in self._opened:
-            try:
-                self._opened[name] = await self.js.object_store(name)
-            except BucketNotFoundError:
-                self._opened[name] = await self.js.create_object_store(
-                    name, ObjectStoreConfig(description=BUCKETS[name])
-                )
-        return self._opened[name]
-
-
 def _inline_text(data: bytes) -> str | None:
     """The body to send as text, read as the indexer's text extractor reads it (a byte-order mark is not
     text). None sends the file as an upload instead, and the indexer records why it cannot be read: not
@@ -99,10 +73,7 @@ def _inline_text(data: bytes) -> str | None:
 
 async def _publish_document(buckets: Buckets, path: Path, body: str, options: IngestOptions) -> None:
     document_id = document_id_for(options, path)
-    ref = None
-    if len(body.encode()) > INLINE_BODY_LIMIT:
-        ref = ObjectRef(bucket=BODY_BUCKET, name=f"{document_id}/{time.time_ns()}")
-        await (await buckets.get(BODY_BUCKET)).put(ref.name, body.encode())
+    ref = await stored_if_large(buckets, f"{document_id}/{time.time_ns()}", body)
     payload = DocumentUpserted(
         document_id=document_id,
         organization_id=options.organization_id,

@@ -20,6 +20,8 @@ _logger = logging.getLogger(__name__)
 _BINARY = "nats-server.exe" if os.name == "nt" else "nats-server"
 _STOP_TIMEOUT_SECONDS = 10.0
 _LOG_TAIL_LINES = 30
+# A reply may carry a whole document body: up to 1 MiB of characters, ~4 MiB of UTF-8 (NATS's default: 1 MiB).
+CONFIG = "max_payload: 8MB\n"
 
 
 def find_nats_server() -> Path:
@@ -98,7 +100,9 @@ class EmbeddedNats:
         self.stop_leftover()
         pid_file = self.data_dir / "nats.pid"
         port = self.port or free_port(self.host)
-        command = [str(find_nats_server()), "-js", "-sd", str(self.data_dir)]
+        config = self.data_dir / "nats.conf"
+        config.write_text(CONFIG)
+        command = [str(find_nats_server()), "-c", str(config), "-js", "-sd", str(self.data_dir)]
         command += ["-a", self.host, "-p", str(port), "-P", str(pid_file)]
         with self.log_file.open("ab") as log:
             log_start = log.tell()

@@ -11,6 +11,16 @@ from cortex_messaging.trace_headers import inject
 tracer = trace.get_tracer(__name__)
 
 
+class MessageTooLarge(ValueError):
+    """The event with its headers is larger than the NATS server takes in one message."""
+
+
+def message_bytes(payload: bytes, headers: dict[str, str]) -> int:
+    """What the server counts against its max_payload, headers framed as nats-py frames them:
+    `NATS/1.0\\r\\n`, then `key: value\\r\\n` each, then `\\r\\n`."""
+    return len(payload) + 12 + sum(len(key.encode()) + len(value.encode()) + 4 for key, value in headers.items())
+
+
 async def publish_event(js: JetStreamContext, subject: str, event: Envelope, *, timeout: float = 5.0) -> PubAck:
     with tracer.start_as_current_span(
         f"{subject} publish",
@@ -22,4 +32,10 @@ async def publish_event(js: JetStreamContext, subject: str, event: Envelope, *, 
         },
     ):
         headers = inject({"Nats-Msg-Id": event.id})
-        return await js.publish(subject, event.to_wire(), headers=headers, timeout=timeout)
+        payload = event.to_wire()
+        # nats-py checks the payload alone; a message whose headers tip it over the limit makes the server
+        # close the connection, and nats-py does not open it again: every later publish would fail.
+        limit = js._nc.max_payload
+        if message_bytes(payload, headers) > limit:
+            raise MessageTooLarge(f"the event is {message_bytes(payload, headers):,} bytes; NATS takes {limit:,}")
+        return await js.publish(subject, payload, headers=headers, timeout=timeout)

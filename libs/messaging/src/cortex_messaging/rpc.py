@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+from nats.errors import MaxPayloadError
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
@@ -32,7 +33,12 @@ async def serve(nc: NATS, subject: str, queue: str, handler: RpcHandler, *, conc
                 attributes={"messaging.system": "nats", "messaging.destination.name": subject},
             ):
                 reply = await handler(msg.data)
-            await msg.respond(reply)
+            try:
+                await msg.respond(reply)
+            except MaxPayloadError:  # the client refuses it before sending: the connection stays up
+                log.exception(
+                    "a reply on %s is %d bytes, over NATS's max_payload (%d)", subject, len(reply), nc.max_payload
+                )
 
     async def on_message(msg: Msg) -> None:
         # nats-py runs one callback at a time per subscription: answer in tasks to serve clients in parallel.

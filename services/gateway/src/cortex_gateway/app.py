@@ -14,6 +14,7 @@ from cortex_gateway.resources import Resources
 from cortex_gateway.routes import entries, health, memory, notes, plugins
 from cortex_gateway.settings import GatewaySettings
 from cortex_gateway.strict_query import refuse_unknown_query
+from cortex_messaging.buckets import Buckets
 from cortex_messaging.connection import connect
 from cortex_messaging.streams import ensure_streams
 from cortex_plugins import PluginRegistry
@@ -31,7 +32,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         nc = await connect(settings.nats_url, name="cortex-gateway")
         js = nc.jetstream()
         await ensure_streams(js)
-        app.state.resources = Resources(settings, engine, make_sessionmaker(engine), nc, js, access_pool)
+        app.state.resources = Resources(settings, engine, make_sessionmaker(engine), nc, js, access_pool, Buckets(js))
         app.state.plugins.use_database(app.state.resources.sessions)
         freeze_startup_heap()
         try:

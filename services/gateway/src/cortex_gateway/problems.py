@@ -6,7 +6,11 @@ from http import HTTPStatus
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from nats.errors import Error as NatsError
+from nats.errors import MaxPayloadError
 from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from cortex_messaging.publisher import MessageTooLarge
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +67,19 @@ def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         return problem_response(request, exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(MessageTooLarge)
+    @app.exception_handler(MaxPayloadError)
+    async def on_too_large(request: Request, exc: Exception) -> JSONResponse:
+        detail = str(exc) or "NATS refused the message's size"
+        return problem_response(request, 413, f"The request is too large to send as one event: {detail}.")
+
+    @app.exception_handler(NatsError)
+    async def on_nats(request: Request, exc: NatsError) -> JSONResponse:
+        log.warning("NATS failed on %s %s: %r", request.method, request.url.path, exc)
+        return problem_response(
+            request, 503, "The event bus is not reachable; try again.", headers={"Retry-After": "5"}
+        )
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -8,6 +8,7 @@ from nats.js import JetStreamContext
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from cortex_gateway.settings import GatewaySettings
+from cortex_messaging.buckets import Buckets
 
 
 @dataclass(frozen=True)
@@ -18,3 +19,4 @@ class Resources:
     nc: NATS
     js: JetStreamContext
     access_pool: asyncpg.Pool  # autocommit connections for the one-statement caller lookup (access.py)
+    buckets: Buckets  # long note bodies travel through the Object Store

@@ -22,6 +22,7 @@ from cortex_gateway.json_body import UNSUPPORTED_MEDIA_TYPE, json_content
 from cortex_gateway.problems import Problem
 from cortex_gateway.resources import Resources
 from cortex_gateway.routes.responses import ERRORS, problem
+from cortex_messaging.buckets import stored_if_large
 from cortex_messaging.publisher import publish_event
 
 router = APIRouter(prefix="/api/memory", tags=["memory"])
@@ -58,12 +59,15 @@ class Created(BaseModel):
     id: uuid.UUID
 
 
-def _note_event(caller: Caller, note: NoteCreate, document_id: uuid.UUID) -> Envelope:
+async def _note_event(res: Resources, caller: Caller, note: NoteCreate, document_id: uuid.UUID) -> Envelope:
+    # Named by the document alone: a retry puts the same body under the same name.
+    body_ref = await stored_if_large(res.buckets, f"{document_id}/note", note.body or "")
     payload = DocumentUpserted(
         document_id=document_id,
         organization_id=caller.organization_id,
         title=note.title,
-        body=note.body or "",
+        body=None if body_ref else note.body or "",
+        body_ref=body_ref,
         doc_class=note.doc_class,
         tags=note.tags,
         source=NOTE_SOURCE,
@@ -158,7 +162,7 @@ async def create_note(
         if idempotency_key
         else uuid.uuid4()
     )
-    event = _note_event(caller, note, document_id)
+    event = await _note_event(res, caller, note, document_id)
     if not wait:
         await publish_event(res.js, subjects.kb_document_upserted(caller.organization_id), event)
         return JSONResponse({"id": str(document_id)}, status_code=202)

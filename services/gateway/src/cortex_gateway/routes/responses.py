@@ -14,4 +14,5 @@ ERRORS: dict[int | str, dict[str, object]] = {
     413: problem("Request body too large"),
     422: problem("Invalid parameters"),
     429: problem("Rate limit spent; see Retry-After"),
+    503: problem("The database, the event bus or the search service is not reachable; see Retry-After"),
 }
