@@ -346,6 +346,14 @@ async def test_a_token_over_its_rate_limit_gets_429_with_retry_after(idp: Identi
         for limited in (r for r in responses if r.status_code == 429):
             assert_problem(limited, 429)
             assert int(limited.headers["retry-after"]) >= 1
+        # The same credential written otherwise is still spent (the scheme is case-insensitive, spaces vary).
+        token = org.member.headers["Authorization"].split(" ", 1)[1]
+        spellings = [f"bearer {token}", f"BEARER {token}", f"Bearer  {token}"] * 7
+        respelled = await asyncio.gather(
+            *(client.get("/api/memory/stats", headers={"Authorization": written}) for written in spellings)
+        )
+        # A token or two may have been refilled meanwhile (10 a second); a bucket of their own would give 60.
+        assert [r.status_code for r in respelled].count(429) >= len(spellings) - 5
         # Another credential has a bucket of its own.
         admin = await client.get("/api/memory/stats", headers={"Authorization": org.admin.headers["Authorization"]})
         assert admin.status_code == 200, admin.text

@@ -81,6 +81,16 @@ class _Bucket:
     updated: float
 
 
+def _credential(scope: Scope) -> bytes | None:
+    """The credential the request authenticates with: the first Authorization header (the one
+    authentication reads) without its scheme, so `bearer`, `BEARER` or extra spaces share one bucket."""
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, credential = value.strip().partition(b" ")
+            return credential.strip() if scheme.lower() == b"bearer" and credential.strip() else value
+    return None
+
+
 class RateLimit:
     """Token bucket per credential (the Authorization header); anonymous requests are not limited here."""
 
@@ -108,9 +118,9 @@ class RateLimit:
         return (1 - bucket.tokens) / self.rate
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        authorization = dict(scope.get("headers", [])).get(b"authorization") if scope["type"] == "http" else None
-        if authorization:
-            wait = self._take(hashlib.sha256(authorization).digest())
+        credential = _credential(scope) if scope["type"] == "http" else None
+        if credential:
+            wait = self._take(hashlib.sha256(credential).digest())
             if wait > 0:
                 await _send_problem(
                     send,
