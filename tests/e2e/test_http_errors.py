@@ -119,6 +119,8 @@ async def test_an_invalid_note_is_422(org: Org, note: dict[str, Any]) -> None:
         ("NaN", "NaN or an infinite number"),
         ("[1e400]", "NaN or an infinite number"),
         ('"x\\u0000y"', "NUL"),
+        ('"x\\ud800y"', "lone surrogate"),  # before: a 500 from the event's serialiser
+        ('{"\\udfff": 1}', "lone surrogate"),
         ('{"a":' * 40 + "1" + "}" * 40, "deeper than 32 levels"),
         ('{"a":' * 300 + "1" + "}" * 300, "deeper than 32 levels"),  # before: a 500 from the serialiser
     ],

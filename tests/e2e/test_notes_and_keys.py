@@ -315,6 +315,9 @@ async def test_rs256_tokens_are_verified_against_the_jwks(
         "signed by another key": rs256_token(stranger, idp.kid, user),
         "unknown key id": rs256_token(stranger, "no-such-kid", user),
         "another published key's id": rs256_token(stranger, "another-published-key", user),
+        # Signed by the identity provider, but no PostgreSQL text (before: 500 from the membership lookup).
+        "NUL in the user": rs256_token(idp.key, idp.kid, "al\x00ice"),
+        "lone surrogate in the user": rs256_token(idp.key, idp.kid, "al\ud800ice"),
         "no signature": jwt.encode(
             {"sub": user, "iss": ISSUER, "aud": AUDIENCE, "exp": 9_999_999_999}, "", algorithm="none"
         ),

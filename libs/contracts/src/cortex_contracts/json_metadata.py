@@ -2,8 +2,8 @@
 
 Python's JSON reader (FastAPI's, and pydantic's for `Any`) takes `NaN`, `Infinity` and `1e400`, which
 JSON has no numbers for: serialised again they turn into `null` (silently) or into text jsonb refuses.
-A `\\u0000` is refused by jsonb too, and a deep nesting fails pydantic's serialiser (a 500 at ~250
-levels) before it ever reaches the database.
+A `\\u0000` is refused by jsonb too, a lone surrogate has no UTF-8 at all, and a deep nesting fails
+pydantic's serialiser (a 500 at ~250 levels) before it ever reaches the database.
 """
 
 import json
@@ -32,10 +32,14 @@ def checked_metadata(value: dict[str, Any]) -> dict[str, Any]:
     if _depth(value) > MAX_METADATA_DEPTH:
         raise ValueError(f"metadata nests deeper than {MAX_METADATA_DEPTH} levels")
     try:
-        encoded = json.dumps(value, allow_nan=False)
+        encoded = json.dumps(value, allow_nan=False, ensure_ascii=False)
     except ValueError as exc:
         raise ValueError("metadata holds NaN or an infinite number, which JSON cannot carry") from exc
-    if len(encoded.encode()) > MAX_METADATA_BYTES:
+    try:
+        size = len(encoded.encode())
+    except UnicodeEncodeError as exc:  # a lone surrogate (`\ud800`): no UTF-8 for it, the event could not be sent
+        raise ValueError("metadata must be valid Unicode: it holds a lone surrogate") from exc
+    if size > MAX_METADATA_BYTES:
         raise ValueError(f"metadata is limited to {MAX_METADATA_BYTES // 1024} KiB of JSON")
     if "\\u0000" in encoded:
         raise ValueError("metadata must not contain NUL characters")

@@ -63,6 +63,15 @@ class _Verified:
     checked_at: float  # monotonic
 
 
+def _storable(text: str) -> bool:
+    """Whether PostgreSQL takes `text` as a value: no NUL, and UTF-8 for every character."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in text
+
+
 class JwtVerifier:
     """Verifies bearer JWTs; a token verified in the last `VERIFIED_FOR_SECONDS` is not verified again
     (~0.25 ms a request: HMAC and JSON), though its expiry still is. Membership is not remembered here:
@@ -124,4 +133,6 @@ class JwtVerifier:
         subject = claims.get("sub")
         if not isinstance(subject, str) or not subject:
             raise unauthorized("The bearer token names no user.")
+        if not _storable(subject):
+            raise unauthorized("The bearer token's user is not text PostgreSQL can hold (NUL or a lone surrogate).")
         return subject, float(claims["exp"])
