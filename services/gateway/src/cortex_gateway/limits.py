@@ -84,7 +84,9 @@ class _Bucket:
 def _credential(scope: Scope) -> bytes | None:
     """The credential the request authenticates with: the first Authorization header (the one
     authentication reads) without its scheme, so `bearer`, `BEARER` or extra spaces share one bucket."""
-    for name, value in scope.get("headers", []):
+    header: tuple[bytes, bytes]
+    for header in scope.get("headers", []):
+        name, value = header
         if name == b"authorization":
             scheme, _, credential = value.strip().partition(b" ")
             return credential.strip() if scheme.lower() == b"bearer" and credential.strip() else value
