@@ -7,12 +7,15 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
+from cortex_cli.organizations import InvalidSlug, UnknownOrganization, ensure_membership, organization_id
 from cortex_contracts import subjects
 from cortex_contracts.documents import TYPE_DOCUMENT_UPSERTED
 from cortex_contracts.envelope import new_envelope
+from cortex_store.models import MemberRole
 from tests.conftest import Org, OrgFactory
 from tests.dlq import read_dead_letters
 from tests.events import IndexedWatcher, delete_event, publish_delete, publish_upsert, search_ids, upsert_event
+from tests.infrastructure import Infrastructure
 
 pytestmark = pytest.mark.e2e
 
@@ -147,3 +150,17 @@ async def assert_untouched(a: Org, document: uuid.UUID, word: str) -> None:
     assert [(item["id"], item["title"]) for item in items] == [(str(document), f"Roadmap {word}")]
     assert word in items[0]["snippet"]
     assert await search_ids(a.member) == [str(document)]
+
+
+@pytest.mark.parametrize("slug", ["日本", "ünï", "Bad Slug!", "-leading-dash"])
+async def test_an_organization_is_not_created_with_a_slug_the_gateway_could_not_match(
+    migrated: Infrastructure, slug: str
+) -> None:
+    """The gateway reads X-Scope-Slug as latin-1 header bytes: `日本` could be created but never named."""
+    with pytest.raises(InvalidSlug, match="ASCII letters, digits"):
+        await ensure_membership(migrated.database_url, slug, "alice", MemberRole.ADMIN, create=True)
+    with pytest.raises(UnknownOrganization):  # nothing was made
+        await organization_id(migrated.database_url, slug)
+    assert await ensure_membership(
+        migrated.database_url, f"ok-{uuid.uuid4().hex[:8]}", "a", MemberRole.ADMIN, create=True
+    )

@@ -11,7 +11,7 @@ from pathlib import Path
 from cortex_cli import config, dead_letters
 from cortex_cli.api_keys import create_key, list_keys, revoke_key
 from cortex_cli.ingest import IngestOptions, ingest_files
-from cortex_cli.organizations import UnknownOrganization, ensure_membership, organization_id
+from cortex_cli.organizations import InvalidSlug, UnknownOrganization, ensure_membership, organization_id
 from cortex_cli.plugins import choose_plugin, list_plugins, render
 from cortex_cli.run_lock import AlreadyRunning, holding_run_lock
 from cortex_cli.unreachable import Unreachable, database_refusal
@@ -273,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         return handlers[args.command](args)
-    except (config.NotRunning, AlreadyRunning, Unreachable, UnknownOrganization, PluginChoiceError) as exc:
+    except (config.NotRunning, AlreadyRunning, Unreachable, UnknownOrganization, InvalidSlug, PluginChoiceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:

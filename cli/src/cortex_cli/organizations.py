@@ -4,6 +4,7 @@ Every write runs bound to its organization, so it also works where row-level sec
 the connecting role.
 """
 
+import re
 import uuid
 
 from sqlalchemy import select
@@ -16,6 +17,15 @@ from cortex_store.tenancy import bind_organization
 
 class UnknownOrganization(LookupError):
     pass
+
+
+class InvalidSlug(ValueError):
+    pass
+
+
+# The gateway reads X-Scope-Slug as HTTP reads header bytes (latin-1): a slug outside ASCII could be
+# created here and never named there.
+SLUG = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
 async def ensure_membership(
@@ -35,6 +45,8 @@ async def ensure_membership(
         async with make_sessionmaker(engine)() as session, session.begin():
             org_id = await session.scalar(select(Organization.id).where(Organization.slug == slug))
             if org_id is None and create:
+                if SLUG.fullmatch(slug) is None:
+                    raise InvalidSlug(f"{slug!r} cannot be a slug: ASCII letters, digits, '.', '_' and '-' only")
                 new_id = wanted_id or uuid.uuid4()
                 await bind_organization(session, new_id)
                 await session.execute(
