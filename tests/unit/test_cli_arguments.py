@@ -5,6 +5,7 @@ with no name, and `cortex work create --title ''` ended in a pydantic traceback.
 import pytest
 
 from cortex_cli.main import parser
+from cortex_contracts.doc_classes import DOC_CLASSES
 
 
 @pytest.mark.parametrize(
@@ -18,6 +19,10 @@ from cortex_cli.main import parser
         (["work", "create", "--org", "acme", "--title", "T", "--team", ""], "argument --team: must not be blank"),
         (["ingest", "a.md", "--org", "acme", "--tag", "t" * 65], "argument --tag: at most 64 characters, not 65"),
         (["dlq", "list", "--org", "\x00"], "argument --org: must not be blank"),
+        (
+            ["ingest", "a.md", "--org", "acme", "--class", "bogus"],
+            f"argument --class: invalid choice: 'bogus' (choose from {', '.join(map(repr, DOC_CLASSES))})",
+        ),
     ],
 )
 def test_blank_or_overlong_names_are_refused(argv: list[str], error: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -16,6 +16,7 @@ from cortex_cli.plugins import choose_plugin, list_plugins, render
 from cortex_cli.run_lock import AlreadyRunning, holding_run_lock
 from cortex_cli.unreachable import Unreachable, database_refusal
 from cortex_cli.works import create_work
+from cortex_contracts.doc_classes import DOC_CLASSES
 from cortex_plugins import CATEGORIES, PluginChoiceError, PluginRegistry
 from cortex_store.models import MemberRole
 
@@ -210,7 +211,8 @@ def parser() -> argparse.ArgumentParser:
     ingest.add_argument("files", nargs="+", help="markdown, text, HTML, PDF, DOCX, XLSX or PPTX files")
     ingest.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
     ingest.add_argument("--work", type=uuid.UUID, default=None, help="Work id (absent = org-scoped)")
-    ingest.add_argument("--class", dest="doc_class", type=_text(TAG_CHARS), default=None, help="document class")
+    # As the API's notes take them (events may carry any class: upstream services may have their own).
+    ingest.add_argument("--class", dest="doc_class", choices=list(DOC_CLASSES), default=None, help="document class")
     ingest.add_argument("--tag", action="append", type=_text(TAG_CHARS), default=[], help="tag (repeatable)")
 
     work = commands.add_parser("work", help="Works (published as catalog events)").add_subparsers(
