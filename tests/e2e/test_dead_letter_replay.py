@@ -2,6 +2,7 @@
 uploaded late, an organization created late), sends them again; the events are indexed, the letters are
 gone, and another organization's stay where they are."""
 
+import asyncio
 import uuid
 
 import pytest
@@ -10,7 +11,11 @@ from nats.js import JetStreamContext
 from nats.js.api import ObjectStoreConfig
 
 from cortex_contracts import subjects
+from cortex_contracts.envelope import new_envelope
+from cortex_contracts.uploads import TYPE_UPLOAD_CREATED
 from cortex_gateway.tokens import issue_token
+from cortex_indexer.uploads import document_id_for
+from cortex_messaging.publisher import publish_event
 from tests.cli_runs import cli
 from tests.conftest import Org
 from tests.dlq import read_dead_letters
@@ -82,3 +87,69 @@ async def test_events_for_an_organization_created_late_are_replayed_to_it(
     await watcher.stop()
     async with client_for(services.base_url, issue_token("ops", services.secret), slug) as ops:
         assert await search_ids(ops, "quokka census") == [str(document)]
+
+
+async def test_an_upload_stored_as_failed_is_indexed_when_its_letter_is_replayed(
+    org: Org, migrated: Infrastructure, js: JetStreamContext, nats_client: NATS, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The file was announced before it was uploaded: the document is stored as failed and dead-lettered.
+    Before, the replay was dropped silently (the event id claimed, the failed version counted as stored)."""
+    upload_id, bucket = uuid.uuid4(), f"uploads-{uuid.uuid4().hex[:12]}"
+    document = document_id_for(upload_id)
+    content = b"The narwhal tusk survey, uploaded at last.\n"
+    event = new_envelope(
+        event_type=TYPE_UPLOAD_CREATED,
+        source="tests/upstream",
+        org_id=org.id,
+        subject=str(upload_id),
+        data={
+            "uploadId": str(upload_id),
+            "organizationId": str(org.id),
+            "filename": "survey.txt",
+            "mediaType": "text/plain",
+            "sizeBytes": len(content),
+            "object": {"bucket": bucket, "name": "survey.txt"},
+            "version": 1,
+        },
+    )
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+    try:
+        await publish_event(js, subjects.kb_upload_created(org.id), event)
+        (letter,) = await read_dead_letters(js, org.id, 1)
+        assert letter.record["error"] == f"missing: object {bucket}/survey.txt not found"
+        failed = (await org.member.get(f"/api/memory/documents/{document}")).json()
+        assert failed["failureReason"] == letter.record["error"]
+
+        # Replayed while the file is still missing, it fails again and comes back as a new letter.
+        assert await cli(migrated, ["dlq", "list", "--org", org.slug]) == 0
+        (first,) = capsys.readouterr().out.splitlines()
+        assert await cli(migrated, ["dlq", "replay", "--org", org.slug, "--all"]) == 0
+        capsys.readouterr()
+        async with asyncio.timeout(30):
+            while not (again := await _listed(migrated, org, capsys)):
+                await asyncio.sleep(0.2)
+        assert [line.split()[0] for line in again] != [first.split()[0]]
+        assert again[0].split(maxsplit=3)[3] == first.split(maxsplit=3)[3]
+
+        store = await js.create_object_store(bucket, ObjectStoreConfig())
+        await store.put("survey.txt", content)
+        assert await cli(migrated, ["dlq", "replay", "--org", org.slug, "--all"]) == 0
+        assert "replayed" in capsys.readouterr().out
+        await watcher.wait_for(document, 1)  # once for the failure, once now: the last is the success
+        async with asyncio.timeout(30):
+            while await search_ids(org.member, "narwhal tusk") != [str(document)]:
+                await asyncio.sleep(0.2)
+    finally:
+        await watcher.stop()
+    indexed = (await org.member.get(f"/api/memory/documents/{document}")).json()
+    assert indexed.get("failureReason") is None
+    assert "narwhal tusk survey" in indexed["body"]
+    assert await cli(migrated, ["dlq", "list", "--org", org.slug]) == 0
+    assert capsys.readouterr().out == "no dead letters\n"
+
+
+async def _listed(migrated: Infrastructure, org: Org, capsys: pytest.CaptureFixture[str]) -> list[str]:
+    """The lines of `cortex dlq list`: one a letter, none when there are none."""
+    assert await cli(migrated, ["dlq", "list", "--org", org.slug]) == 0
+    out = capsys.readouterr().out
+    return [] if out == "no dead letters\n" else out.splitlines()
