@@ -33,6 +33,8 @@ def test_binary_formats_are_known_by_their_bytes_whatever_their_name(make: objec
         ("page", b"  <!DOCTYPE html><html></html>", media_types.HTML),
         ("config.yaml", b"key: value\n", media_types.PLAIN_TEXT),
         ("README", b"", media_types.PLAIN_TEXT),
+        ("empty.pdf", b"", media_types.PDF),  # before: text, and an empty document instead of a failure
+        ("empty.docx", b"", media_types.DOCX),
         ("notes.txt", b"\xff\xfe\x00\x81", media_types.PLAIN_TEXT),  # named text: its extractor says why not
         ("photo.png", b"\x89PNG\r\n\x1a\n\x00\x00", "image/png"),
         ("blob", b"\x00\x01\x02\xff", media_types.OCTET_STREAM),

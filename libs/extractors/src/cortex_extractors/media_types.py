@@ -112,7 +112,9 @@ def detect_media_type(filename: str | None, data: bytes) -> str:
         return OOXML_BY_EXTENSION.get(extension) or mimetypes.guess_type(f"x{extension}")[0] or OLE_STORAGE
     if extension in BY_EXTENSION and BY_EXTENSION[extension] in (*TEXT_TYPES, HTML):
         return BY_EXTENSION[extension]
+    guessed = (mimetypes.guess_type(f"x{extension}")[0] or BY_EXTENSION.get(extension)) if extension else None
+    if not data and guessed:  # an empty file is no text: as what it is named (an empty PDF fails as a PDF)
+        return guessed
     if looks_like_text(data):
         return HTML if _looks_like_html(data) else PLAIN_TEXT
-    guessed = mimetypes.guess_type(f"x{extension}")[0] if extension else None
-    return guessed or BY_EXTENSION.get(extension) or OCTET_STREAM
+    return guessed or OCTET_STREAM
