@@ -113,8 +113,7 @@ def detect_media_type(filename: str | None, data: bytes) -> str:
     if extension in BY_EXTENSION and BY_EXTENSION[extension] in (*TEXT_TYPES, HTML):
         return BY_EXTENSION[extension]
     guessed = (mimetypes.guess_type(f"x{extension}")[0] or BY_EXTENSION.get(extension)) if extension else None
-    if not data and guessed:  # an empty file is no text: as what it is named (an empty PDF fails as a PDF)
-        return guessed
-    if looks_like_text(data):
+    # An empty file is as its name says, if it says (an empty PDF fails as a PDF, not as an empty text).
+    if looks_like_text(data) and (data or not guessed):
         return HTML if _looks_like_html(data) else PLAIN_TEXT
     return guessed or OCTET_STREAM

@@ -28,7 +28,8 @@ depends_on = None
 STALE_BEFORE = "IF stored.version >= {version} THEN"
 STALE_NOW = "IF stored.version > {version} OR (stored.version = {version} AND stored.status <> 'failed') THEN"
 
-CLAIM_BEFORE = """    INSERT INTO processed_events (consumer, event_id) VALUES (p_consumer, p_event_id) ON CONFLICT DO NOTHING;
+CLAIM_BEFORE = """\
+    INSERT INTO processed_events (consumer, event_id) VALUES (p_consumer, p_event_id) ON CONFLICT DO NOTHING;
     IF NOT FOUND THEN
         RETURN false;
     END IF;
