@@ -113,6 +113,15 @@ async def test_an_invalid_note_is_422(org: Org, note: dict[str, Any]) -> None:
     assert assert_problem(response, 422)["errors"]
 
 
+@pytest.mark.parametrize("content", ["", "   ", "\n\t "])
+async def test_an_entry_without_text_is_422(org: Org, content: str) -> None:
+    response = await org.member.post("/api/memory/entries", json={"content": content, "partition": "semantic"})
+
+    errors = assert_problem(response, 422)["errors"]
+    assert [error["loc"] for error in errors] == [["body", "content"]]
+    assert (await org.member.get("/api/memory/stats")).json()["memoryEntries"] == 0
+
+
 @pytest.mark.parametrize(
     ("metadata", "reason"),
     [

@@ -9,7 +9,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cortex_contracts import subjects
 from cortex_contracts.base import NO_NUL
@@ -55,6 +55,13 @@ class EntryCreate(BaseModel):
     agent_id: str | None = Field(default=None, alias="agentId", max_length=200, pattern=NO_NUL)
     agent_run_id: str | None = Field(default=None, alias="agentRunId", max_length=200, pattern=NO_NUL)
     metadata: JsonMetadata | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _content_has_text(cls, content: str) -> str:
+        if not content.strip():  # as a note's title: nothing to recall
+            raise ValueError("content must not be blank")
+        return content
 
 
 class EntryAccepted(BaseModel):
