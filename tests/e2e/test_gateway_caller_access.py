@@ -11,6 +11,7 @@ import contextlib
 import socket
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -20,6 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from cortex_cli.api_keys import create_key, revoke_key
+from cortex_embedded_servers import EmbeddedNats
 from cortex_gateway.access import (
     APPLICATION_NAME,
     CALLER_ACCESS,
@@ -209,3 +211,26 @@ async def test_through_the_gateway_requests_go_on_after_the_server_closed_its_lo
     for client in (a.member, a.admin, a.member):
         response = await client.get("/api/memory/stats")
         assert response.status_code == 200, response.text
+
+
+async def test_an_event_bus_that_went_away_is_a_503_with_retry_after(
+    make_org: OrgFactory, migrated: Infrastructure, tmp_path: Path
+) -> None:
+    """A gateway whose NATS stopped: publishing a note fails in NATS, which is a 503 (before: 500)."""
+    org = await make_org()
+    nats = EmbeddedNats(tmp_path / "nats")
+    nats_url = nats.start()
+    try:
+        async with running_gateway(migrated, nats_url=nats_url) as base_url, httpx.AsyncClient(timeout=30) as client:
+            nats.stop()
+            response = await client.post(
+                f"{base_url}/api/memory/documents",
+                json={"title": "Into the void"},
+                headers={"Authorization": org.admin.headers["Authorization"], "X-Scope-Slug": org.slug},
+            )
+    finally:
+        nats.stop()
+    assert response.status_code == 503, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    assert response.headers["retry-after"] == "5"
+    assert response.json()["detail"] == "The event bus is not reachable; try again."
