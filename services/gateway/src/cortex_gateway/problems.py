@@ -83,5 +83,6 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        # The traceback comes once, from the server: Starlette raises the error again after this answer.
+        log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path)
         return problem_response(request, 500, "An unexpected error occurred.")
