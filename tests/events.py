@@ -12,6 +12,7 @@ from nats.js import JetStreamContext
 from cortex_contracts import subjects
 from cortex_contracts.documents import TYPE_DOCUMENT_DELETED, TYPE_DOCUMENT_UPSERTED
 from cortex_contracts.envelope import Envelope, new_envelope
+from cortex_contracts.uploads import TYPE_UPLOAD_CREATED
 from cortex_messaging.publisher import publish_event
 
 
@@ -36,6 +37,28 @@ def delete_event(org_id: uuid.UUID, document_id: uuid.UUID, *, version: int) -> 
     return new_envelope(
         event_type=TYPE_DOCUMENT_DELETED, source="tests/upstream", org_id=org_id, subject=str(document_id), data=data
     )
+
+
+def upload_event(
+    org_id: uuid.UUID, upload_id: uuid.UUID, *, filename: str, size: int, bucket: str, name: str, version: int = 1
+) -> Envelope:
+    """An uploaded text file announced as the upload service would: its bytes in `bucket` under `name`."""
+    data = {
+        "uploadId": str(upload_id),
+        "organizationId": str(org_id),
+        "filename": filename,
+        "mediaType": "text/plain",
+        "sizeBytes": size,
+        "object": {"bucket": bucket, "name": name},
+        "version": version,
+    }
+    return new_envelope(
+        event_type=TYPE_UPLOAD_CREATED, source="tests/upstream", org_id=org_id, subject=str(upload_id), data=data
+    )
+
+
+async def publish_upload(js: JetStreamContext, event: Envelope) -> None:
+    await publish_event(js, subjects.kb_upload_created(event.orgid), event)
 
 
 async def publish_upsert(js: JetStreamContext, event: Envelope) -> None:

@@ -11,15 +11,12 @@ from nats.js import JetStreamContext
 from nats.js.api import ObjectStoreConfig
 
 from cortex_contracts import subjects
-from cortex_contracts.envelope import new_envelope
-from cortex_contracts.uploads import TYPE_UPLOAD_CREATED
 from cortex_gateway.tokens import issue_token
 from cortex_indexer.uploads import document_id_for
-from cortex_messaging.publisher import publish_event
 from tests.cli_runs import cli
 from tests.conftest import Org
 from tests.dlq import read_dead_letters
-from tests.events import IndexedWatcher, publish_upsert, search_ids, upsert_event
+from tests.events import IndexedWatcher, publish_upload, publish_upsert, search_ids, upload_event, upsert_event
 from tests.infrastructure import Infrastructure
 from tests.org_clients import client_for
 from tests.services import RunningServices
@@ -97,24 +94,10 @@ async def test_an_upload_stored_as_failed_is_indexed_when_its_letter_is_replayed
     upload_id, bucket = uuid.uuid4(), f"uploads-{uuid.uuid4().hex[:12]}"
     document = document_id_for(upload_id)
     content = b"The narwhal tusk survey, uploaded at last.\n"
-    event = new_envelope(
-        event_type=TYPE_UPLOAD_CREATED,
-        source="tests/upstream",
-        org_id=org.id,
-        subject=str(upload_id),
-        data={
-            "uploadId": str(upload_id),
-            "organizationId": str(org.id),
-            "filename": "survey.txt",
-            "mediaType": "text/plain",
-            "sizeBytes": len(content),
-            "object": {"bucket": bucket, "name": "survey.txt"},
-            "version": 1,
-        },
-    )
+    event = upload_event(org.id, upload_id, filename="survey.txt", size=len(content), bucket=bucket, name="survey.txt")
     watcher = await IndexedWatcher().start(nats_client, org.id)
     try:
-        await publish_event(js, subjects.kb_upload_created(org.id), event)
+        await publish_upload(js, event)
         (letter,) = await read_dead_letters(js, org.id, 1)
         assert letter.record["error"] == f"missing: object {bucket}/survey.txt not found"
         failed = (await org.member.get(f"/api/memory/documents/{document}")).json()

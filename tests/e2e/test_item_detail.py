@@ -15,17 +15,22 @@ from nats.js.errors import BucketNotFoundError
 
 from cortex_aggregator import items
 from cortex_aggregator.detail import item_detail
-from cortex_contracts import subjects
 from cortex_contracts.catalog import CatalogEntity
-from cortex_contracts.envelope import Envelope, new_envelope
+from cortex_contracts.envelope import Envelope
 from cortex_contracts.rpc import ItemRequest
-from cortex_contracts.uploads import TYPE_UPLOAD_CREATED
 from cortex_indexer.uploads import document_id_for
-from cortex_messaging.publisher import publish_event
 from cortex_store.database import make_engine, make_sessionmaker
 from tests.catalog_events import publish_catalog
 from tests.conftest import Org, OrgFactory
-from tests.events import IndexedWatcher, delete_event, publish_delete, upsert_and_wait, upsert_event
+from tests.events import (
+    IndexedWatcher,
+    delete_event,
+    publish_delete,
+    publish_upload,
+    upload_event,
+    upsert_and_wait,
+    upsert_event,
+)
 from tests.infrastructure import Infrastructure
 from tests.processed import CATALOG_CONSUMER, wait_processed
 
@@ -133,22 +138,8 @@ async def _upload(js: JetStreamContext, org: Org, content: bytes, filename: str)
         store = await js.create_object_store(UPLOAD_BUCKET, ObjectStoreConfig(description="Uploaded files"))
     name = f"{org.id}/{upload_id}/{filename}"
     await store.put(name, content)
-    event = new_envelope(
-        event_type=TYPE_UPLOAD_CREATED,
-        source="tests/upstream",
-        org_id=org.id,
-        subject=str(upload_id),
-        data={
-            "uploadId": str(upload_id),
-            "organizationId": str(org.id),
-            "filename": filename,
-            "mediaType": "text/plain",
-            "sizeBytes": len(content),
-            "object": {"bucket": UPLOAD_BUCKET, "name": name},
-            "version": 1,
-        },
-    )
-    await publish_event(js, f"kb.{org.id}.{subjects.UPLOAD_CREATED}", event)
+    event = upload_event(org.id, upload_id, filename=filename, size=len(content), bucket=UPLOAD_BUCKET, name=name)
+    await publish_upload(js, event)
     return upload_id
 
 
