@@ -21,7 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from cortex_cli.api_keys import create_key, revoke_key
-from cortex_embedded_servers import EmbeddedNats
+from cortex_embedded_servers import EmbeddedNats, free_port
 from cortex_gateway.access import (
     APPLICATION_NAME,
     CALLER_ACCESS,
@@ -218,7 +218,7 @@ async def test_an_event_bus_that_went_away_is_a_503_with_retry_after(
 ) -> None:
     """A gateway whose NATS stopped: publishing a note fails in NATS, which is a 503 (before: 500)."""
     org = await make_org()
-    nats = EmbeddedNats(tmp_path / "nats")
+    nats = EmbeddedNats(tmp_path / "nats", port=free_port("127.0.0.1"))
     nats_url = nats.start()
     try:
         async with running_gateway(migrated, nats_url=nats_url) as base_url, httpx.AsyncClient(timeout=30) as client:

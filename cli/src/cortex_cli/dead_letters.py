@@ -21,6 +21,7 @@ from nats.js.manager import JetStreamManager
 
 from cortex_cli.unreachable import connect_nats
 from cortex_contracts.subjects import DLQ_PREFIX, STREAM_DLQ
+from cortex_messaging.connection import disconnect
 
 DEDUP_HEADER = "Nats-Msg-Id"
 
@@ -88,7 +89,7 @@ async def replay_letters(nats_url: str, organization_id: uuid.UUID, sequences: s
             await manager.delete_msg(STREAM_DLQ, letter.sequence)
             replayed.append(letter)
     finally:
-        await nc.drain()
+        await disconnect(nc)
     return replayed
 
 

@@ -24,6 +24,7 @@ from cortex_extractors.limits import MAX_INPUT_BYTES, MAX_TEXT_CHARS
 from cortex_extractors.media_types import TEXT_TYPES
 from cortex_extractors.plain_text import decode_text
 from cortex_messaging.buckets import UPLOAD_BUCKET, Buckets, stored_if_large
+from cortex_messaging.connection import disconnect
 from cortex_messaging.publisher import publish_event
 
 SOURCE = "cortex/cli"
@@ -152,5 +153,5 @@ async def ingest_files(nats_url: str, paths: list[Path], options: IngestOptions)
             await ingest_file(buckets, path, options)
             published += 1
     finally:
-        await nc.drain()
+        await disconnect(nc)
     return published

@@ -10,6 +10,7 @@ from cortex_cli.unreachable import connect_nats
 from cortex_contracts import catalog
 from cortex_contracts.catalog import CatalogEntity
 from cortex_contracts.envelope import new_envelope
+from cortex_messaging.connection import disconnect
 from cortex_messaging.publisher import publish_event
 
 SOURCE = "cortex/cli"
@@ -78,5 +79,5 @@ async def create_work(
             )
             await publish_event(js, catalog.catalog_subject(org_id, entity, "upserted"), event)
     finally:
-        await nc.drain()
+        await disconnect(nc)
     return work_id

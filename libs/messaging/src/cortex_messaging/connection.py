@@ -27,3 +27,12 @@ async def connect(url: str, name: str) -> NATS:
         reconnected_cb=on_reconnect,
         error_cb=on_error,
     )
+
+
+async def disconnect(nc: NATS) -> None:
+    """Drain when connected; else close: nats-py refuses to drain while reconnecting, which would leave
+    the client trying to reconnect for good."""
+    if nc.is_connected:
+        await nc.drain()
+    else:
+        await nc.close()

@@ -35,7 +35,7 @@ from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.local_model import load_local_embedder
 from cortex_memory_plugins.mem0 import Mem0Memory, Mem0Settings
 from cortex_messaging import rpc
-from cortex_messaging.connection import connect
+from cortex_messaging.connection import connect, disconnect
 from cortex_plugins.registry import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.org_reads import make_read_pool
@@ -156,7 +156,7 @@ class Aggregator:
             self.ready.set()
             await self.stop.wait()
         finally:
-            await nc.drain()
+            await disconnect(nc)
             if self.embedder:
                 await self.embedder.close()
             for reader in self.agent_memory:

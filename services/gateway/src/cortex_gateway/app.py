@@ -15,7 +15,7 @@ from cortex_gateway.routes import entries, health, memory, notes, plugins
 from cortex_gateway.settings import GatewaySettings
 from cortex_gateway.strict_query import refuse_unknown_query
 from cortex_messaging.buckets import Buckets
-from cortex_messaging.connection import connect
+from cortex_messaging.connection import connect, disconnect
 from cortex_messaging.streams import ensure_streams
 from cortex_plugins import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker
@@ -38,7 +38,7 @@ def create_app(settings: GatewaySettings) -> FastAPI:
         try:
             yield
         finally:
-            await nc.drain()
+            await disconnect(nc)
             await access_pool.close()
             await engine.dispose()
 

@@ -20,7 +20,7 @@ from cortex_indexer.indexing import IndexingContext
 from cortex_indexer.memory_entries import make_memory_handler
 from cortex_indexer.outbox import OutboxRelay
 from cortex_indexer.settings import IndexerSettings
-from cortex_messaging.connection import connect
+from cortex_messaging.connection import connect, disconnect
 from cortex_messaging.consumer import ConsumerSpec, DurableConsumer
 from cortex_messaging.streams import ensure_streams
 from cortex_plugins.registry import PluginRegistry
@@ -121,7 +121,7 @@ class Indexer:
                 await self.embedder.close()
             if self.vectors:
                 await self.vectors.close()
-            await nc.drain()
+            await disconnect(nc)
             await engine.dispose()
 
 
