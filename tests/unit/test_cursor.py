@@ -41,7 +41,8 @@ def test_an_altered_mac_is_refused() -> None:
         codec.decode(f"{body}.{flipped}")
 
 
-@pytest.mark.parametrize("cursor", ["", ".", "no-mac-at-all", "abc.", ".abc", "%%%.%%%"])
+# Non-ASCII, and a lone surrogate: before, TypeError and UnicodeEncodeError (a 502 through the API).
+@pytest.mark.parametrize("cursor", ["", ".", "no-mac-at-all", "abc.", ".abc", "%%%.%%%", "°~.Dé", "ab\ud800.cd"])
 def test_malformed_cursors_are_refused(cursor: str) -> None:
     with pytest.raises(BadCursor):
         CursorCodec(b"secret-one").decode(cursor)

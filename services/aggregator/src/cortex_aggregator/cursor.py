@@ -25,7 +25,8 @@ class CursorCodec:
 
     def decode(self, cursor: str) -> dict[str, Any]:
         body, _, mac = cursor.partition(".")
-        if not body or not hmac.compare_digest(mac, self._mac(body.encode())):
+        # Every cursor made here is ASCII; hmac.compare_digest raises on other text instead of answering.
+        if not cursor.isascii() or not body or not hmac.compare_digest(mac, self._mac(body.encode())):
             raise BadCursor("cursor is not valid")
         try:
             state = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
