@@ -35,7 +35,7 @@ async def publish_event(js: JetStreamContext, subject: str, event: Envelope, *, 
         payload = event.to_wire()
         # nats-py checks the payload alone; a message whose headers tip it over the limit makes the server
         # close the connection, and nats-py does not open it again: every later publish would fail.
-        limit = js._nc.max_payload
-        if message_bytes(payload, headers) > limit:
-            raise MessageTooLarge(f"the event is {message_bytes(payload, headers):,} bytes; NATS takes {limit:,}")
+        size, limit = message_bytes(payload, headers), js._nc.max_payload
+        if size > limit:
+            raise MessageTooLarge(f"the event is {size:,} bytes; NATS takes {limit:,}")
         return await js.publish(subject, payload, headers=headers, timeout=timeout)
