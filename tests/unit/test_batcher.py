@@ -250,3 +250,90 @@ async def test_with_two_streams_a_call_takes_half_of_what_is_queued() -> None:
     # 5 queued: the free stream takes 3 (⌈5/2⌉), then 1 of the 2 left, then the last.
     assert model.calls == [["1"], ["2", "3", "4"], ["5"], ["6"]]
     assert results == [vectors(*texts) for texts in requests]
+
+
+async def test_a_long_request_takes_turns_so_a_short_one_behind_it_waits_one_call() -> None:
+    """A long document embedded in one call held the model for minutes while every other document waited."""
+    model = FakeModel()
+    batcher = BatchingEmbedder(model, max_batch=3)
+    try:
+        long = [str(n) for n in range(10, 18)]  # 8 texts: more than a call
+        tasks = await queue_behind_busy_model(batcher, model, [["1"], long, ["2"]])
+        model.release.set()
+        results = await asyncio.wait_for(asyncio.gather(*tasks), timeout=5)
+    finally:
+        model.release.set()
+        await batcher.close()
+
+    # A turn of the long request, then the short one queued behind it (with the next turn filling the call).
+    assert model.calls == [["1"], ["10", "11", "12"], ["2", "13", "14"], ["15", "16", "17"]]
+    assert results == [vectors("1"), vectors(*long), vectors("2")]
+
+
+class SteppedModel(FakeModel):
+    """Each call waits for a step: the test decides when the model moves on."""
+
+    def __init__(self) -> None:
+        super().__init__(hold_first_call=False)
+        self.steps = threading.Semaphore(0)
+        self.arrived = 0  # calls that reached the model, done or waiting for their step
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        self.arrived += 1
+        if not self.steps.acquire(timeout=10):
+            raise TimeoutError("the test never let the model go on")
+        return super().embed(texts)
+
+
+async def test_a_short_request_arriving_between_turns_goes_before_the_rest_of_a_long_one() -> None:
+    model = SteppedModel()
+    batcher = BatchingEmbedder(model, max_batch=2)
+    try:
+        long = [str(n) for n in range(10, 20)]
+        tasks = [asyncio.create_task(batcher.embed(texts)) for texts in (["1"], long)]
+        await asyncio.sleep(0.05)
+        model.steps.release()  # call 1: ["1", "10"]; the long request's rest went back in the queue
+        while model.arrived < 2:  # call 2 (its next turn) waits in the model; its rest went back again
+            await asyncio.sleep(0.01)
+        late = asyncio.create_task(batcher.embed(["2"]))  # queued behind that rest
+        await asyncio.sleep(0.05)
+        model.steps.release(100)
+        results = await asyncio.wait_for(asyncio.gather(*tasks, late), timeout=5)
+    finally:
+        model.steps.release(100)
+        await batcher.close()
+
+    # The short request waits for the turn already queued ahead of it, not for the whole long request.
+    assert model.calls == [["1", "10"], ["11", "12"], ["13", "14"], ["2", "15"], ["16", "17"], ["18", "19"]]
+    assert results == [vectors("1"), vectors(*long), vectors("2")]
+
+
+async def test_the_turns_of_a_long_request_whose_caller_gave_up_are_not_embedded() -> None:
+    model = FakeModel()
+    batcher = BatchingEmbedder(model, max_batch=2)
+    try:
+        long = [str(n) for n in range(10, 20)]
+        tasks = await queue_behind_busy_model(batcher, model, [["1"], long, ["2"]])
+        tasks[1].cancel()
+        model.release.set()
+        assert await asyncio.wait_for(tasks[2], timeout=5) == vectors("2")
+        await asyncio.wait_for(tasks[0], timeout=5)
+    finally:
+        model.release.set()
+        await batcher.close()
+
+    embedded = [text for call in model.calls for text in call]
+    assert set(embedded) == {"1", "2"}, model.calls
+
+
+async def test_with_two_streams_the_turns_of_a_long_request_run_at_once_and_come_back_in_order() -> None:
+    model = FakeModel(hold_first_call=False)
+    batcher = BatchingEmbedder(model, max_batch=4, streams=2)
+    try:
+        long = [" ".join(str(n) for _ in range(n % 5 + 1)) for n in range(10, 40)]  # lengths vary: sorted per call
+        assert await asyncio.wait_for(batcher.embed(long), timeout=5) == vectors(*long)
+    finally:
+        await batcher.close()
+
+    assert all(len(call) <= 4 for call in model.calls)
+    assert sorted(text for call in model.calls for text in call) == sorted(long)

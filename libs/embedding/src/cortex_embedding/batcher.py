@@ -12,6 +12,11 @@ padded to their longest text. On bench/ingest's corpus, measured with torch's sl
   (at most `linger_seconds`) while more requests arrive: a request reaching an idle model is otherwise
   embedded alone while those right behind it wait a whole call. Off by default, because the aggregator
   embeds one search query at a time and every millisecond of linger would be search latency.
+- Fair turns: a request of more than `max_batch` texts (a long document: thousands of passages) is
+  embedded a call's worth at a time, going back behind the requests queued meanwhile after each turn.
+  Taken whole, it held the model for minutes while every other document, of any organization, waited
+  for it; now a short document waits for the calls in progress and a turn of each long request ahead
+  of it. Smaller requests are never split.
 - Sorted calls: the texts of a call go to the model longest first, so slices hold texts of similar
   length whatever the embedder; the vectors are put back in each caller's order.
 
@@ -22,7 +27,8 @@ padded to their longest text. On bench/ingest's corpus, measured with torch's sl
   (bench/ingest): an operator split across threads ends at a barrier, and on a machine that the
   indexer shares with PostgreSQL and its own event loop, one preempted thread stalls the other.
 
-A model failure fails every request of that call (each handler decides what it means); the next call
+A model failure fails every request of that call (each handler decides what it means), and the turns
+still queued of a failed long request are dropped, as are those of a caller that gave up; the next call
 starts afresh.
 """
 
@@ -51,6 +57,25 @@ def approximate_tokens(text: str) -> int:
 class _Request:
     texts: list[str]
     done: asyncio.Future[list[list[float]]] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    taken: int = 0  # texts handed to calls so far (a long request is taken in turns)
+    embedded: int = 0  # texts whose vectors are in `vectors`
+    vectors: list[list[float]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.vectors = [[] for _ in self.texts]
+
+
+@dataclass(frozen=True)
+class _Part:
+    """Texts `start:end` of a request, in one call."""
+
+    request: _Request
+    start: int
+    end: int
+
+    @property
+    def texts(self) -> list[str]:
+        return self.request.texts[self.start : self.end]
 
 
 @dataclass
@@ -82,7 +107,8 @@ class BatchingEmbedder:
     """An `Embedder` for async callers: `await embed(texts)`; concurrent calls share model calls.
 
     A call stops gathering once it holds `max_batch` texts (the last request taken may carry it past;
-    a request is never split). `linger_seconds` bounds how long the model waits idle to fill a call.
+    only a request of more than `max_batch` texts is split, into turns). `linger_seconds` bounds how
+    long the model waits idle to fill a call.
     `length` orders the texts of a call. `streams` model calls run at once,
     each in its own thread: for a model whose calls each use one core (see the module docstring).
     """
@@ -133,16 +159,18 @@ class BatchingEmbedder:
             batch = await self._gather()
             await self._embed(batch)
 
-    async def _gather(self) -> list[_Request]:
+    async def _gather(self) -> list[_Part]:
         """Wait for one request, take what is queued, linger for more until `max_batch` texts or the deadline.
 
         With several streams a call takes at most its share of what is queued, so that when a burst ends
         the streams finish its last texts together rather than one stream working through them alone.
         """
-        batch = [await self._queue.get()]
-        size = len(batch[0].texts)
-        limit = min(self._max_batch, -(-self._queued_texts // self._streams))
-        self._queued_texts -= size
+        first = None
+        while first is None:  # None: a request whose caller is gone
+            request = await self._queue.get()
+            limit = min(self._max_batch, -(-self._queued_texts // self._streams))
+            first = self._take(request, room=limit)
+        batch, size = [first], first.end - first.start
         started = time.monotonic()
         deadline = started + self._linger
         while size < limit or (size < self._max_batch and self._queue.empty()):
@@ -157,14 +185,30 @@ class BatchingEmbedder:
                     break
             else:
                 request = self._queue.get_nowait()
-            batch.append(request)
-            size += len(request.texts)
-            self._queued_texts -= len(request.texts)
+            part = self._take(request, room=(limit if size < limit else self._max_batch) - size)
+            if part is not None:
+                batch.append(part)
+                size += part.end - part.start
         self.stats.linger_seconds += time.monotonic() - started
         return batch
 
-    async def _embed(self, batch: list[_Request]) -> None:
-        texts = [text for request in batch for text in request.texts]
+    def _take(self, request: _Request, room: int) -> _Part | None:
+        """The request's next part: all that is left of it, or a turn of `room` texts for a long one (its
+        rest goes back behind the queue). None for a request whose caller is gone or that failed."""
+        left = len(request.texts) - request.taken
+        if request.done.done():
+            self._queued_texts -= left
+            return None
+        count = left if left <= self._max_batch else min(left, room)
+        part = _Part(request, request.taken, request.taken + count)
+        request.taken += count
+        self._queued_texts -= count
+        if request.taken < len(request.texts):
+            self._queue.put_nowait(request)
+        return part
+
+    async def _embed(self, batch: list[_Part]) -> None:
+        texts = [text for part in batch for text in part.texts]
         lengths = [self._length(text) for text in texts]
         # Longest first, as sentence-transformers orders them itself; the i-th sorted text is texts[order[i]].
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
@@ -172,21 +216,23 @@ class BatchingEmbedder:
         try:
             sorted_vectors = await asyncio.to_thread(self.embedder.embed, [texts[i] for i in order])
         except Exception as exc:  # noqa: BLE001 — each waiting handler decides what a failure means
-            for request in batch:
-                if not request.done.done():
-                    request.done.set_exception(exc)
+            for part in batch:
+                if not part.request.done.done():
+                    part.request.done.set_exception(exc)
             return
         vectors: list[list[float]] = [[] for _ in texts]
         for position, source in enumerate(order):
             vectors[source] = sorted_vectors[position]
         start = 0
-        for request in batch:
-            end = start + len(request.texts)
-            if not request.done.done():  # a caller that was cancelled meanwhile
-                request.done.set_result(vectors[start:end])
-            start = end
+        for part in batch:
+            request, count = part.request, part.end - part.start
+            request.vectors[part.start : part.end] = vectors[start : start + count]
+            request.embedded += count
+            start += count
+            if request.embedded == len(request.texts) and not request.done.done():  # done: cancelled meanwhile
+                request.done.set_result(request.vectors)
 
-    def _count(self, batch: list[_Request], lengths: list[int]) -> None:
+    def _count(self, batch: list[_Part], lengths: list[int]) -> None:
         stats = self.stats
         stats.calls += 1
         stats.requests += len(batch)
