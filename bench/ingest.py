@@ -58,7 +58,7 @@ from cortex_embedding.local_model import LocalModel, load_local_embedder
 from cortex_embedding.slicing import padded_tokens
 from cortex_indexer.chunking import chunk_document
 from cortex_messaging.buckets import Buckets
-from cortex_messaging.connection import connect
+from cortex_messaging.connection import connect, disconnect
 from cortex_messaging.publisher import publish_event
 from cortex_store.database import asyncpg_dsn
 
@@ -272,7 +272,7 @@ async def measure_pipeline(dep: Deployment, workload: Workload, timeout: float, 
         first = min(log.arrivals.values())
         await subscription.unsubscribe()
     finally:
-        await nc.drain()
+        await disconnect(nc)
     assert not log.not_embedded, f"{len(log.not_embedded)} documents were indexed without embeddings"
     confirmation = await _confirm(dep, member, documents)
     activity = await table_activity(dep)

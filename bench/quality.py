@@ -30,7 +30,7 @@ from cortex_contracts import subjects
 from cortex_contracts.documents import TYPE_DOCUMENT_UPSERTED
 from cortex_contracts.envelope import new_envelope
 from cortex_embedding.local_model import load_local_embedder
-from cortex_messaging.connection import connect
+from cortex_messaging.connection import connect, disconnect
 from cortex_messaging.publisher import publish_event
 
 K = 10
@@ -64,7 +64,7 @@ async def publish_and_wait(
         await publish_event(js, subject, event)
     await asyncio.wait_for(done.wait(), timeout)
     elapsed = time.perf_counter() - started
-    await nc.drain()
+    await disconnect(nc)
     return elapsed
 
 

@@ -54,7 +54,7 @@ from bench.http_client import HttpError, KeepAliveClient
 from bench.publishing import Document, publish_and_wait
 from bench.report import environment, latency_summary, table, write_json
 from cortex_embedding.local_model import load_local_embedder
-from cortex_messaging.connection import connect
+from cortex_messaging.connection import connect, disconnect
 from cortex_store.database import asyncpg_dsn
 
 SMALL_ORG_PASSAGES = 60
@@ -304,7 +304,7 @@ async def load_small_org(dep: Deployment, connection: Any, small: Member, corpus
     try:
         await publish_and_wait(nc, small.org_id, documents, timeout=600)
     finally:
-        await nc.drain()
+        await disconnect(nc)
     probe = await new_member(dep, "bench-fidelity")
     count = FIDELITY_PASSAGES
     await dataset.insert_passages(

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from cortex_cli.organizations import ensure_membership
 from cortex_gateway.tokens import issue_token
-from cortex_messaging.connection import connect
+from cortex_messaging.connection import connect, disconnect
 from cortex_messaging.streams import ensure_streams
 from cortex_store.database import make_engine
 from cortex_store.migrate import upgrade_async
@@ -78,7 +78,7 @@ async def nats_client(infra: Infrastructure) -> AsyncIterator[NATS]:
     nc = await connect(infra.nats_url, name="tests")
     await ensure_streams(nc.jetstream())
     yield nc
-    await nc.drain()
+    await disconnect(nc)
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from cortex_contracts.rpc import FeedPage, FeedReply, FeedRequest
 from cortex_contracts.subjects import RPC_AGGREGATOR_FEED
 from cortex_embedded_servers import EmbeddedNats
 from cortex_messaging import rpc
-from cortex_messaging.connection import connect
+from cortex_messaging.connection import connect, disconnect
 from cortex_messaging.streams import ensure_streams
 
 
@@ -27,7 +27,7 @@ async def own_nats_client(name: str) -> AsyncIterator[NATS]:
             nc = await connect(url, name=name)
             await ensure_streams(nc.jetstream())
             yield nc
-            await nc.drain()
+            await disconnect(nc)
         finally:
             server.stop()
 

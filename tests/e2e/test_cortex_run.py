@@ -1,7 +1,8 @@
 """`cortex run` (what `make run` starts) as the README's "try it" uses it: embedded PostgreSQL and NATS,
 every service in its own process (here two aggregator copies), a document ingested with the CLI and found
-over HTTP. A second run beside it refuses; killed, it leaves no service nor server behind, and the next run
-starts on the same data; SIGINT stops that one and everything with exit code 0."""
+over HTTP. A second run beside it refuses; a service killed under it is restarted; killed itself, it leaves no
+service nor server behind, and the next run starts on the same data; SIGINT stops that one and everything
+with exit code 0."""
 
 import os
 import signal
@@ -78,6 +79,27 @@ def services_of(pid: int) -> set[int]:
     return found
 
 
+def indexer_of(pid: int) -> int | None:
+    """The indexer `cortex run` (process `pid`) runs, if one runs now."""
+    for service in services_of(pid):
+        try:
+            if b"cortex_indexer" in Path(f"/proc/{service}/cmdline").read_bytes().split(b"\0"):
+                return service
+        except OSError:
+            continue  # ended meanwhile
+    return None
+
+
+def restarted_indexer(pid: int, killed: int, seconds: float) -> int | None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        indexer = indexer_of(pid)
+        if indexer not in (None, killed):
+            return indexer
+        time.sleep(0.2)
+    return None
+
+
 def pid_in(pid_file: Path) -> int:
     return int(pid_file.read_text().split()[0])
 
@@ -140,6 +162,15 @@ def test_run_ingest_search_stop_and_run_again_on_the_same_data(tmp_path: Path) -
         assert (second.returncode, second.stdout) == (1, ""), second.stdout + second.stderr
         assert f"Cortex is already running on {data_dir} (pid {first.pid})" in second.stderr
         cli(data_dir, "token", "--org", "acme", "--user", "alice")  # the CLI still finds this run
+        # A service that dies is restarted, and the run goes on. Before, its death stopped everything.
+        indexer = indexer_of(first.pid)
+        assert indexer is not None
+        os.kill(indexer, signal.SIGKILL)
+        assert restarted_indexer(first.pid, indexer, 30) is not None, (tmp_path / "first.log").read_text()
+        second_note = tmp_path / "travel.md"
+        second_note.write_text("# Travel policy\n\nBook economy class for flights under six hours.\n")
+        cli(data_dir, "ingest", str(second_note), "--org", "acme")
+        assert found_eventually(port, token, "economy class flights", "Travel policy")
         # Searches are shared by both copies; whichever answers, the answer is the same.
         assert all(search(port, token, "volume discount")[:1] == ["Pricing policy"] for _ in range(10))
         # Killed, the supervisor cannot stop its services: they stop themselves. Before, they lived on
@@ -154,6 +185,8 @@ def test_run_ingest_search_stop_and_run_again_on_the_same_data(tmp_path: Path) -
         assert all_ended(servers, STOP_SECONDS), "PostgreSQL or NATS outlived the run"
         assert not (data_dir / "runtime.env").exists()
     first_log = (tmp_path / "first.log").read_text()
+    assert "indexer stopped unexpectedly (killed by SIGKILL); restarting it in 1 s" in first_log
+    assert "indexer restarted" in first_log
     for copy in ("aggregator.1", "aggregator.2"):
         assert any(line.startswith(copy) and "answering rpc.aggregator.feed" in line for line in first_log.splitlines())
 

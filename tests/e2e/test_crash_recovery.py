@@ -35,7 +35,7 @@ from cortex_contracts.subjects import STREAM_KB
 from cortex_embedded_servers import EmbeddedNats
 from cortex_indexer.bootstrap import CONSUMER
 from cortex_indexer.chunking import chunk_document
-from cortex_messaging.connection import connect
+from cortex_messaging.connection import connect, disconnect
 from cortex_messaging.streams import ensure_streams
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.models import MemberRole
@@ -181,7 +181,7 @@ async def test_sigkill_mid_stream_then_restart_indexes_every_event_once(
     finally:
         indexer.stop()
         await acks.stop()
-        await nc.drain()
+        await disconnect(nc)
 
     # At least one redelivery happened, of an event the killed process had taken, and the restarted
     # process acked it.

@@ -3,7 +3,8 @@
 Without ``database_url`` / ``nats_url`` the embedded servers start with their data under
 ``data_dir``. Each service runs as ``python -m cortex_<service>`` in its own process group, its
 output printed line by line behind its name. SIGINT, SIGTERM or SIGHUP stop everything (exit
-code 0); a service that exits on its own stops everything too (exit code 1).
+code 0). A service that exits on its own is restarted; one that keeps exiting stops everything
+(exit code 1; cortex_cli.restarts).
 """
 
 import os
@@ -20,6 +21,7 @@ from pathlib import Path
 from types import FrameType, TracebackType
 from typing import IO, Any, Self, TextIO
 
+from cortex_cli.restarts import RestartPolicy
 from cortex_embedded_servers import EmbeddedNats, EmbeddedPostgres, free_port, port_is_free
 from cortex_supervision.lifeline import LIFELINE_ENV
 
@@ -139,6 +141,7 @@ class _StopSignals:
 @dataclass
 class _Service:
     name: str
+    kind: str  # what runs: `python -m cortex_<kind>`
     process: subprocess.Popen[bytes]
     pump: threading.Thread
     lifeline: int | None  # the write end of the service's lifeline (cortex_supervision), held until it stops
@@ -182,7 +185,7 @@ def _spawn(name: str, service: str, env: Mapping[str, str], console: _Console, r
     assert process.stdout is not None
     pump = threading.Thread(target=_pump, args=(name, process.stdout, console), name=f"output-{name}", daemon=True)
     pump.start()
-    return _Service(name, process, pump, write_end)
+    return _Service(name, service, process, pump, write_end)
 
 
 def _signal_group(service: _Service, signum: int) -> None:
@@ -259,19 +262,45 @@ def _announce(settings: RunSettings, names: Sequence[str], database_url: str, na
     console.line(_SELF, f"  NATS_URL={_hide_password(nats_url)}  ({nats})")
 
 
-def _supervise(services: list[_Service], signals: _StopSignals, console: _Console) -> int:
-    """Wait for a stop signal (0) or for a service to exit on its own (1)."""
+def _supervise(
+    services: list[_Service], signals: _StopSignals, console: _Console, respawn: Callable[[_Service], _Service]
+) -> int:
+    """Restart services that exit on their own until a stop signal (0), or until one keeps exiting (1)."""
+    policy = RestartPolicy()
+    due: dict[int, float] = {}  # index in `services` → when to restart it
     while not signals.requested.wait(0.2):
-        for service in services:
+        now = time.monotonic()
+        for index, service in enumerate(services):
+            if index in due:
+                if now >= due[index]:
+                    del due[index]
+                    services[index] = respawn(service)
+                    console.line(_SELF, f"{service.name} restarted")
+                continue
             code = service.process.poll()
-            if code is not None:
-                service.pump.join(timeout=2)  # its last words (a traceback) first
-                reason = describe_exit(code)
-                console.line(_SELF, f"{service.name} stopped unexpectedly ({reason}); stopping all")
+            if code is None:
+                continue
+            _signal_group(service, signal.SIGKILL)  # what it may have left in its process group
+            _release(service)  # its last words (a traceback) first
+            reason = describe_exit(code)
+            delay = policy.delay(service.name, now)
+            if delay is None:
+                times = f"{policy.max_restarts} restarts in {policy.window_seconds / 60:g} min"
+                console.line(_SELF, f"{service.name} stopped unexpectedly ({reason}) after {times}; stopping all")
                 return 1
+            console.line(_SELF, f"{service.name} stopped unexpectedly ({reason}); restarting it in {delay:g} s")
+            due[index] = now + delay
     name = signals.received.name if signals.received is not None else "a signal"
     console.line(_SELF, f"received {name}; stopping everything")
     return 0
+
+
+def _release(service: _Service) -> None:
+    """After the service ended: its lifeline, and the rest of its output."""
+    if service.lifeline is not None:
+        os.close(service.lifeline)
+        service.lifeline = None
+    service.pump.join(timeout=2)
 
 
 def _stop_services(services: list[_Service], console: _Console) -> None:
@@ -291,9 +320,7 @@ def _stop_services(services: list[_Service], console: _Console) -> None:
         else:
             service.process.kill()
         code = service.process.wait()
-        if service.lifeline is not None:
-            os.close(service.lifeline)
-        service.pump.join(timeout=2)
+        _release(service)
         if service in running:
             console.line(_SELF, f"{service.name} stopped ({describe_exit(code, sent=signal.SIGTERM)})")
 
@@ -357,7 +384,11 @@ def run_all(settings: RunSettings) -> int:
                 if signals.requested.is_set():
                     break
                 services.append(_spawn(name, service, env, console, settings.run_lock))
-            code = _supervise(services, signals, console)
+
+            def respawn(ended: _Service) -> _Service:
+                return _spawn(ended.name, ended.kind, env, console, settings.run_lock)
+
+            code = _supervise(services, signals, console, respawn)
         except KeyboardInterrupt:
             name = signals.received.name if signals.received is not None else "SIGINT"
             console.line(_SELF, f"received {name} while starting; stopping")

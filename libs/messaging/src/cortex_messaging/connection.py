@@ -1,14 +1,27 @@
-"""Connecting to NATS with reconnects that never give up while the service runs."""
+"""Connecting to NATS with reconnects that never give up while the service runs.
+
+Reconnecting covers a server that restarts or a network that drops. It does not cover an `-ERR` from
+the server (anything but a stale connection, a permissions or an authorization error): nats-py then
+closes the client for good, and drops its subscriptions. A service left with such a client answers
+nothing until it is restarted, so it is told (`on_lost`) and stops, for its supervisor to restart it.
+"""
 
 import logging
+import weakref
+from collections.abc import Callable
 
 import nats
 from nats.aio.client import Client as NATS
 
 log = logging.getLogger(__name__)
 
+_closed_on_purpose: "weakref.WeakSet[NATS]" = weakref.WeakSet()  # by `disconnect`
 
-async def connect(url: str, name: str) -> NATS:
+
+async def connect(url: str, name: str, on_lost: Callable[[], None] | None = None) -> NATS:
+    """`on_lost`: called if the client closes without `disconnect` (see the module docstring)."""
+    client: list[NATS] = []  # the callbacks are given before the client exists
+
     async def on_disconnect() -> None:
         log.info("disconnected from NATS")
 
@@ -18,7 +31,14 @@ async def connect(url: str, name: str) -> NATS:
     async def on_error(exc: Exception) -> None:
         log.warning("NATS error: %s", exc)
 
-    return await nats.connect(
+    async def on_closed() -> None:
+        if not client or client[0] in _closed_on_purpose:
+            return
+        log.error("the NATS client closed for good (last error: %s)", client[0].last_error)
+        if on_lost is not None:
+            on_lost()
+
+    nc = await nats.connect(
         url,
         name=name,
         max_reconnect_attempts=-1,
@@ -26,12 +46,16 @@ async def connect(url: str, name: str) -> NATS:
         disconnected_cb=on_disconnect,
         reconnected_cb=on_reconnect,
         error_cb=on_error,
+        closed_cb=on_closed,
     )
+    client.append(nc)
+    return nc
 
 
 async def disconnect(nc: NATS) -> None:
     """Drain when connected; else close: nats-py refuses to drain while reconnecting, which would leave
     the client trying to reconnect for good."""
+    _closed_on_purpose.add(nc)
     if nc.is_connected:
         await nc.drain()
     else:

@@ -12,6 +12,7 @@ import logging
 from dataclasses import dataclass
 
 from nats.aio.msg import Msg
+from nats.errors import ConnectionClosedError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -77,6 +78,9 @@ class DurableConsumer:
                     msgs = await sub.fetch(min(spec.batch, free), timeout=1.0)
                 except (TimeoutError, NatsTimeoutError):
                     continue
+                except ConnectionClosedError:  # for good: the service stops (connection.py's `on_lost`)
+                    log.warning("%s: the NATS client is closed; consuming no more", spec.durable)
+                    break
                 for msg in msgs:
                     await self._slots.acquire()
                     task = asyncio.create_task(self._handle(msg))

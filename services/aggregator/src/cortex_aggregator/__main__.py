@@ -2,6 +2,7 @@
 
 import asyncio
 import signal
+import sys
 
 import uvloop
 
@@ -12,7 +13,7 @@ from cortex_telemetry.logs import configure_logging
 from cortex_telemetry.tracing import configure_tracing
 
 
-async def main() -> None:
+async def main() -> int:
     settings = AggregatorSettings()  # filled from the environment
     configure_logging(settings.log_level)
     provider = configure_tracing("cortex-aggregator", settings.trace_exporter, settings.otlp_endpoint)
@@ -25,7 +26,8 @@ async def main() -> None:
         await service.run()
     finally:
         provider.shutdown()
+    return 1 if service.lost else 0  # non-zero: its supervisor restarts it
 
 
 if __name__ == "__main__":
-    uvloop.run(main())  # asyncpg and nats-py spend markedly less CPU per message on it
+    sys.exit(uvloop.run(main()))  # asyncpg and nats-py spend markedly less CPU per message on it

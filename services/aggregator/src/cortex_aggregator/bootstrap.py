@@ -57,6 +57,12 @@ class Aggregator:
     rerankers: OrgRerankers | None = None  # each organization's reranker; None: searches are not reranked
     stop: asyncio.Event = field(default_factory=asyncio.Event)
     ready: asyncio.Event = field(default_factory=asyncio.Event)
+    lost: bool = False  # stopped because its NATS client closed for good: to be restarted
+
+    def nats_lost(self) -> None:
+        """Stop: a closed client answers no request again (cortex_messaging.connection)."""
+        self.lost = True
+        self.stop.set()
 
     async def run(self) -> None:
         settings = self.settings
@@ -78,7 +84,7 @@ class Aggregator:
         search_pool = await make_read_pool(
             settings.database_url, size=settings.pool_size, server_settings=server_settings
         )
-        nc = await connect(settings.nats_url, name="cortex-aggregator")
+        nc = await connect(settings.nats_url, name="cortex-aggregator", on_lost=self.nats_lost)
         try:
             sessions = make_sessionmaker(engine)
             indexes = FacetIndexes(sessions, settings.facet_index_max_organizations)

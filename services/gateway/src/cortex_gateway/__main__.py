@@ -1,6 +1,10 @@
-"""`python -m cortex_gateway`: serve the HTTP API with uvicorn until SIGINT/SIGTERM."""
+"""`python -m cortex_gateway`: serve the HTTP API with uvicorn until SIGINT/SIGTERM, or until its NATS
+client closes for good (exit code 1, for its supervisor to restart it)."""
+
+import sys
 
 import uvicorn
+from uvicorn.config import STARTUP_FAILURE
 
 from cortex_gateway.app import create_app
 from cortex_gateway.settings import GatewaySettings
@@ -9,14 +13,20 @@ from cortex_telemetry.logs import configure_logging
 from cortex_telemetry.tracing import configure_tracing
 
 
-def main() -> None:
+def main() -> int:
     settings = GatewaySettings()  # filled from the environment
     configure_logging(settings.log_level)
     provider = configure_tracing("cortex-gateway", settings.trace_exporter, settings.otlp_endpoint)
-    watch_lifeline()  # its SIGTERM is uvicorn's clean stop (a signal before uvicorn starts ends it at once)
-    try:
-        uvicorn.run(
-            create_app(settings),
+    nats_lost = False
+
+    def stop_serving() -> None:
+        nonlocal nats_lost
+        nats_lost = True
+        server.should_exit = True  # as on SIGTERM: requests in flight are answered first
+
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(settings, on_nats_lost=stop_serving),
             host=settings.host,
             port=settings.port,
             log_config=None,
@@ -25,9 +35,18 @@ def main() -> None:
             loop="uvloop",  # with httptools: less CPU per request than asyncio's loop and h11
             http="httptools",
         )
+    )
+    watch_lifeline()  # its SIGTERM is uvicorn's clean stop (a signal before uvicorn starts ends it at once)
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
     finally:
         provider.shutdown()
+    if not server.started:
+        return STARTUP_FAILURE  # as uvicorn.run does: the lifespan failed (it logged why)
+    return 1 if nats_lost else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,6 @@
 """The FastAPI application. `create_app` builds nothing until the lifespan starts."""
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
@@ -22,14 +22,17 @@ from cortex_store.database import make_engine, make_sessionmaker
 from cortex_telemetry.heap import freeze_startup_heap
 
 
-def create_app(settings: GatewaySettings) -> FastAPI:
+def create_app(settings: GatewaySettings, *, on_nats_lost: Callable[[], None] | None = None) -> FastAPI:
+    """`on_nats_lost`: called if the NATS client closes for good (cortex_messaging.connection); the server
+    should stop then, to be restarted: every request that needs NATS would fail until it is."""
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         # Two pools, 10 connections at most in all, as before: the caller lookup on every request
         # (autocommit, asyncpg's own pool: access.py), and sessions for the rest (plugin listing, readiness).
         engine = make_engine(settings.database_url, pool_size=2)
         access_pool = await make_access_pool(settings.database_url, size=6)
-        nc = await connect(settings.nats_url, name="cortex-gateway")
+        nc = await connect(settings.nats_url, name="cortex-gateway", on_lost=on_nats_lost)
         js = nc.jetstream()
         await ensure_streams(js)
         app.state.resources = Resources(settings, engine, make_sessionmaker(engine), nc, js, access_pool, Buckets(js))

@@ -40,6 +40,12 @@ class Indexer:
     embedder: BatchingEmbedder | None = None
     vectors: VectorStore | None = None  # a vector store of its own (Qdrant); None: pgvector, the chunks' own rows
     stop: asyncio.Event = field(default_factory=asyncio.Event)
+    lost: bool = False  # stopped because its NATS client closed for good: to be restarted
+
+    def nats_lost(self) -> None:
+        """Stop: a closed client neither consumes nor publishes again (cortex_messaging.connection)."""
+        self.lost = True
+        self.stop.set()
 
     async def run(self) -> None:
         """Consume until `stop` is set; then finish what is in flight and close everything."""
@@ -51,7 +57,7 @@ class Indexer:
         # bench/ingest indexed 300 documents); handlers wait for a pooled one instead.
         pool_size = min(settings.concurrency, settings.database_connections)
         engine = make_engine(settings.database_url, pool_size=pool_size, max_overflow=0, pre_ping=False)
-        nc = await connect(settings.nats_url, name="cortex-indexer")
+        nc = await connect(settings.nats_url, name="cortex-indexer", on_lost=self.nats_lost)
         try:
             await open_pool(engine, pool_size)
             js = nc.jetstream()
