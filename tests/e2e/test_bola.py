@@ -2,7 +2,8 @@
 
 Organization A has a Mission, a Team, a Work and documents whose titles and bodies carry unique marker
 words. Organization B's users and API keys try A's slug and A's ids on every endpoint; every answer is a
-404 (or 403 for B's own member writing to B) problem document, and no byte of A's data is in any body.
+404 (or 403 for B's own member writing to B, 401 for a key that is not one) problem document, and no byte
+of A's data is in any body.
 The ids a caller sent itself (echoed back in `instance`, or as a selected facet chip) do not count.
 """
 
@@ -278,7 +279,14 @@ async def test_an_api_key_of_a_is_404_under_b_scope(
         own = await call(a_key, a.slug)
         assert own.status_code == 200, own.text
         assert len(own.json()["items"]) == 2
-        for key, slug in ((a_key, b.slug), (b_key, a.slug), (a_key_naming_b, b.slug), (a_key_naming_b, a.slug)):
+        # A key naming B under B's scope is not one of B's keys: not a valid credential (401).
+        refusals = (
+            (a_key, b.slug, 404),
+            (b_key, a.slug, 404),
+            (a_key_naming_b, b.slug, 401),
+            (a_key_naming_b, a.slug, 404),
+        )
+        for key, slug, status in refusals:
             for path in (
                 "/api/memory",
                 "/api/memory/stats",
@@ -286,7 +294,7 @@ async def test_an_api_key_of_a_is_404_under_b_scope(
                 f"/api/memory/documents/{world.docs[0][0]}",
             ):
                 response = await call(key, slug, path)
-                assert_problem(response, 404)
+                assert_problem(response, status)
                 assert_no_leak(response, world.secrets, echoed=(str(world.docs[0][0]),))
         write = await client.post(
             "/api/memory/documents",

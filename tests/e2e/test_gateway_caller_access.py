@@ -1,9 +1,10 @@
-"""The gateway's caller lookup: one statement (`cortex_caller_access`, migration 0011) on an autocommit
-connection of its own asyncpg pool, as the application role, under row-level security.
+"""The gateway's caller lookup: one statement (`cortex_caller_access`, migrations 0011 and 0018) on an
+autocommit connection of its own asyncpg pool, as the application role, under row-level security.
 
-It answers for live members and unrevoked keys of the organization the slug names, and for nothing
-else; the organization it binds never outlives the call; a pooled connection the server closed is
-replaced and the lookup tried again, through the gateway too; a server that cannot be reached is a 503.
+It lets in live members and unrevoked keys of the organization the slug names, and no one else (for
+them it names the organization but no role: the gateway tells a bad key from a stranger); the
+organization it binds never outlives the call; a pooled connection the server closed is replaced and
+the lookup tried again, through the gateway too; a server that cannot be reached is a 503.
 """
 
 import asyncio
@@ -61,15 +62,16 @@ async def test_it_answers_for_live_members_and_keys_of_the_named_organization_on
     assert await caller_access(access_pool, a.slug, user_id=admin) == Access(a.id, None, MemberRole.ADMIN, None)
     assert await caller_access(access_pool, a.slug, user_id=member) == Access(a.id, None, MemberRole.MEMBER, None)
     assert await caller_access(access_pool, a.slug, key_hash=key_hash) == Access(a.id, None, MemberRole.MEMBER, key_id)
-    # Nothing for another organization's slug, a stranger, an unknown slug, or a made-up key.
-    assert await caller_access(access_pool, b.slug, user_id=admin) is None
-    assert await caller_access(access_pool, b.slug, key_hash=key_hash) is None
-    assert await caller_access(access_pool, a.slug, user_id=f"stranger-{uuid.uuid4().hex}") is None
+    # Nothing for an unknown slug; no role for another organization's slug, a stranger, or a made-up key.
     assert await caller_access(access_pool, f"nope-{uuid.uuid4().hex}", user_id=admin) is None
-    assert await caller_access(access_pool, a.slug, key_hash=hash_api_key(f"cxk_{a.id.hex}_{'z' * 43}")) is None
+    outside_a, outside_b = Access(a.id, None, None, None), Access(b.id, None, None, None)
+    assert await caller_access(access_pool, b.slug, user_id=admin) == outside_b
+    assert await caller_access(access_pool, b.slug, key_hash=key_hash) == outside_b
+    assert await caller_access(access_pool, a.slug, user_id=f"stranger-{uuid.uuid4().hex}") == outside_a
+    assert await caller_access(access_pool, a.slug, key_hash=hash_api_key(f"cxk_{a.id.hex}_{'z' * 43}")) == outside_a
     # A user id is not a key hash, nor the other way round.
-    assert await caller_access(access_pool, a.slug, key_hash=admin) is None
-    assert await caller_access(access_pool, a.slug, user_id=key_hash) is None
+    assert await caller_access(access_pool, a.slug, key_hash=admin) == outside_a
+    assert await caller_access(access_pool, a.slug, user_id=key_hash) == outside_a
 
     # Revoked, removed, promoted: the very next lookup knows.
     assert await revoke_key(migrated.database_url, a.id, key_id)
@@ -82,8 +84,8 @@ async def test_it_answers_for_live_members_and_keys_of_the_named_organization_on
             text("UPDATE org_members SET role = 'admin' WHERE organization_id = :org AND user_id = :user"),
             {"org": a.id, "user": member},
         )
-    assert await caller_access(access_pool, a.slug, key_hash=key_hash) is None
-    assert await caller_access(access_pool, a.slug, user_id=admin) is None
+    assert await caller_access(access_pool, a.slug, key_hash=key_hash) == outside_a
+    assert await caller_access(access_pool, a.slug, user_id=admin) == outside_a
     assert await caller_access(access_pool, a.slug, user_id=member) == Access(a.id, None, MemberRole.ADMIN, None)
 
 

@@ -25,7 +25,7 @@ from cortex_gateway.idempotency import KEY_NAMESPACE
 from cortex_gateway.settings import GatewaySettings
 from cortex_gateway.tokens import issue_token
 from cortex_store.models import MemberRole
-from tests.conftest import Org
+from tests.conftest import Org, OrgFactory
 from tests.gateways import running_gateway
 from tests.infrastructure import Infrastructure
 from tests.jwks import AUDIENCE, ISSUER, jwk_of, new_rsa_key, rs256_token, serving_jwks
@@ -256,16 +256,28 @@ async def test_an_api_key_works_with_its_role_until_it_is_revoked(
 
         assert await revoke_key(migrated.database_url, org.id, member_key_id)
         for response in (await agent.get("/api/memory"), await agent.get("/api/memory/stats")):
-            assert_problem(response, 404)
+            assert assert_problem(response, 401)["detail"] == "The API key is revoked or unknown."
+            assert response.headers["WWW-Authenticate"] == "Bearer"
         assert not await revoke_key(migrated.database_url, org.id, member_key_id)  # already revoked
         assert (await ci.get("/api/memory")).status_code == 200  # the other key is untouched
 
-    # A key that is not one: malformed, or a made-up secret.
+    # A key that is not one: malformed, or a made-up secret, is 401.
     for bogus in ("cxk_not-a-key", f"cxk_{org.id.hex}_{'z' * 43}", f"cxk_{org.id.hex}_short"):
         async with client(bogus) as nobody:
-            response = await nobody.get("/api/memory")
-            assert response.status_code in {401, 404}, response.text
-            assert_problem(response, response.status_code)
+            assert_problem(await nobody.get("/api/memory"), 401)
+
+
+async def test_an_api_key_of_another_organization_is_404_like_a_stranger(
+    make_org: OrgFactory, migrated: Infrastructure, services: RunningServices
+) -> None:
+    mine, theirs = await make_org(), await make_org()
+    _, key = await create_key(migrated.database_url, mine.id, "agent", MemberRole.ADMIN)
+    made_up = f"cxk_{mine.id.hex}_{'z' * 43}"
+    for slug in (theirs.slug, f"nope-{uuid.uuid4().hex}"):  # whether that organization exists or not
+        for credential in (key, made_up):
+            headers = {"Authorization": f"Bearer {credential}", "X-Scope-Slug": slug}
+            async with httpx.AsyncClient(base_url=services.base_url, timeout=30, headers=headers) as client:
+                assert_problem(await client.get("/api/memory"), 404)
 
 
 # --- RS256 via JWKS, and the default rate limit, on a second gateway ---------------------------------

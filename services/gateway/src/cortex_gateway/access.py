@@ -1,4 +1,4 @@
-"""What a caller may do in an organization, in one statement: `cortex_caller_access` (migration 0011).
+"""What a caller may do in an organization, in one statement: `cortex_caller_access` (migrations 0011, 0018).
 
 The function resolves the slug, binds that organization for row-level security and reads the live
 membership (or unrevoked API key), all inside PostgreSQL. Nothing is cached: a revoked member or key
@@ -36,8 +36,8 @@ class DatabaseUnreachable(Exception):
 class Access:
     organization_id: uuid.UUID
     tenant_id: str | None
-    role: MemberRole
-    api_key_id: uuid.UUID | None  # set when the caller is an API key
+    role: MemberRole | None  # None: the organization exists, but this caller is not let in
+    api_key_id: uuid.UUID | None  # set when the caller is an API key that is let in
 
 
 async def _nothing_to_reset(connection: asyncpg.Connection) -> None:
@@ -64,7 +64,7 @@ async def caller_access(
     pool: asyncpg.Pool, slug: str, *, user_id: str | None = None, key_hash: str | None = None
 ) -> Access | None:
     """The caller's access to the organization named `slug`: a user (a verified token's subject) or an
-    API key (its hash). None when there is no such organization, or the caller is not let in."""
+    API key (its hash). None when there is no such organization; no `role` when the caller is not let in."""
     if (user_id is None) == (key_hash is None):
         raise ValueError("give exactly one of user_id and key_hash")
     try:
@@ -79,6 +79,6 @@ async def caller_access(
     return Access(
         organization_id=row["organization_id"],
         tenant_id=row["tenant_id"],
-        role=MemberRole(row["role"]),
+        role=MemberRole(row["role"]) if row["role"] is not None else None,
         api_key_id=row["api_key_id"],
     )

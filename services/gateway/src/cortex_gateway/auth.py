@@ -2,8 +2,9 @@
 
 The organization comes only from the `X-Scope-Slug` header; membership (or the API key) is looked up
 on every request under that organization's row-level security, in one statement (`access.py`), so a
-revoked member or key loses access at once. A caller who is not a member gets 404, exactly like one
-naming an organization that does not exist.
+revoked member or key loses access at once. A user who is not a member gets 404, exactly like one
+naming an organization that does not exist, and so does an API key naming another organization. A key
+that names this organization but is revoked or unknown gets 401: its credential is not valid.
 
 Every dependency here is `async def`: FastAPI runs a plain `def` dependency in a worker thread, a
 thread hop per request for no blocking work.
@@ -70,13 +71,15 @@ async def current_caller(
     if key is not None:
         access = await _access(res, scope_slug, key_hash=key.key_hash)
         # The key names its organization too: it must be the one the scope header names.
-        if access is None or access.api_key_id is None or access.organization_id != key.organization_id:
+        if access is None or access.organization_id != key.organization_id:
             raise Problem(404, NOT_FOUND)
+        if access.api_key_id is None or access.role is None:
+            raise unauthorized("The API key is revoked or unknown.")
         principal = f"apikey:{access.api_key_id}"
     else:
         assert user_id is not None
         access = await _access(res, scope_slug, user_id=user_id)
-        if access is None:
+        if access is None or access.role is None:
             raise Problem(404, NOT_FOUND)
         principal = user_id
     return Caller(

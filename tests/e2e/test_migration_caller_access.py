@@ -1,0 +1,38 @@
+"""Migration 0018 edits `cortex_caller_access` in place; its downgrade gives 0011's back."""
+
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import text
+
+from cortex_store.database import make_engine
+from cortex_store.migrate import downgrade_async, upgrade_async
+from tests.infrastructure import Infrastructure
+from tests.own_database import on_database, own_database
+
+pytestmark = pytest.mark.e2e
+
+NAMES_OUTSIDERS = "SELECT prosrc LIKE '%NULL::member_role%' FROM pg_proc WHERE proname = 'cortex_caller_access'"
+
+
+@pytest.fixture
+async def database(migrated: Infrastructure) -> AsyncIterator[str]:
+    async with own_database(migrated.database_url, "cx_calleraccess", "0017") as name:
+        yield on_database(migrated.database_url, name)
+
+
+async def names_outsiders(database: str) -> bool:
+    engine = make_engine(database, pool_size=1)
+    try:
+        async with engine.connect() as connection:
+            return bool(await connection.scalar(text(NAMES_OUTSIDERS)))
+    finally:
+        await engine.dispose()
+
+
+async def test_the_function_is_edited_and_restored(database: str) -> None:
+    assert not await names_outsiders(database)
+    await upgrade_async(database, "0018")
+    assert await names_outsiders(database)
+    await downgrade_async(database, "0017")
+    assert not await names_outsiders(database)
