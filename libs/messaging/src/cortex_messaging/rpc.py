@@ -19,8 +19,20 @@ tracer = trace.get_tracer(__name__)
 RpcHandler = Callable[[bytes], Awaitable[bytes]]
 
 
-async def serve(nc: NATS, subject: str, queue: str, handler: RpcHandler, *, concurrency: int = 32) -> Subscription:
-    """Answer requests on `subject`; the handler must turn every failure into a reply itself."""
+async def serve(
+    nc: NATS,
+    subject: str,
+    queue: str,
+    handler: RpcHandler,
+    *,
+    concurrency: int = 32,
+    oversized: Callable[[int, int], bytes] | None = None,
+) -> Subscription:
+    """Answer requests on `subject`; the handler must turn every failure into a reply itself.
+
+    `oversized(size, max_payload)`: the reply to send instead of one too large for NATS, so that the
+    caller hears why at once rather than waiting out its timeout.
+    """
     slots = asyncio.Semaphore(concurrency)
     tasks: set[asyncio.Task[None]] = set()
 
@@ -39,6 +51,8 @@ async def serve(nc: NATS, subject: str, queue: str, handler: RpcHandler, *, conc
                 log.exception(
                     "a reply on %s is %d bytes, over NATS's max_payload (%d)", subject, len(reply), nc.max_payload
                 )
+                if oversized is not None:
+                    await msg.respond(oversized(len(reply), nc.max_payload))
 
     async def on_message(msg: Msg) -> None:
         # nats-py runs one callback at a time per subscription: answer in tasks to serve clients in parallel.

@@ -11,7 +11,7 @@ from cortex_aggregator.detail import item_detail
 from cortex_aggregator.facet_indexes import FacetIndexes
 from cortex_aggregator.facets import facets
 from cortex_aggregator.feed import FeedConfig, FeedContext, feed
-from cortex_aggregator.handlers import rpc_handler
+from cortex_aggregator.handlers import reply_too_large, rpc_handler
 from cortex_aggregator.lexical_indexes import LexicalIndexes
 from cortex_aggregator.query_embedding import QueryEmbedding
 from cortex_aggregator.recall import RecallContext, entry_exists, recall
@@ -156,7 +156,7 @@ class Aggregator:
                 lambda r: list_agent_memories(self.agent_memory, r),
             )
             for subject, handler in handlers.items():
-                await rpc.serve(nc, subject, QUEUE_GROUP, handler)
+                await rpc.serve(nc, subject, QUEUE_GROUP, handler, oversized=reply_too_large)
             log.info("answering %s", ", ".join(handlers))
             freeze_startup_heap()
             self.ready.set()

@@ -53,3 +53,12 @@ def rpc_handler(
         return reply.to_wire()
 
     return handle
+
+
+def reply_too_large(size: int, max_payload: int) -> bytes:
+    """The error sent instead of a reply NATS cannot carry (rpc.serve's `oversized`)."""
+    detail = (
+        f"The reply is {size} bytes, over the {max_payload} bytes NATS carries in one message: "
+        "set max_payload: 8MB on the NATS server (see the README)."
+    )
+    return Reply[Any](error=RpcError(status=500, title="Reply too large", detail=detail)).to_wire()
