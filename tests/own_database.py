@@ -3,6 +3,7 @@
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -32,3 +33,13 @@ async def own_database(owner_url: str, prefix: str, revision: str = "head") -> A
             await connection.execution_options(isolation_level="AUTOCOMMIT")
             await connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
         await admin.dispose()
+
+
+async def scalar(database_url: str, sql: str) -> Any:
+    """The first column of the first row of `sql` on that database."""
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        async with engine.connect() as connection:
+            return await connection.scalar(text(sql))
+    finally:
+        await engine.dispose()

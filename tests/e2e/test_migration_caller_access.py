@@ -3,12 +3,10 @@
 from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy import text
 
-from cortex_store.database import make_engine
 from cortex_store.migrate import downgrade_async, upgrade_async
 from tests.infrastructure import Infrastructure
-from tests.own_database import on_database, own_database
+from tests.own_database import on_database, own_database, scalar
 
 pytestmark = pytest.mark.e2e
 
@@ -22,12 +20,7 @@ async def database(migrated: Infrastructure) -> AsyncIterator[str]:
 
 
 async def names_outsiders(database: str) -> bool:
-    engine = make_engine(database, pool_size=1)
-    try:
-        async with engine.connect() as connection:
-            return bool(await connection.scalar(text(NAMES_OUTSIDERS)))
-    finally:
-        await engine.dispose()
+    return bool(await scalar(database, NAMES_OUTSIDERS))
 
 
 async def test_the_function_is_edited_and_restored(database: str) -> None:

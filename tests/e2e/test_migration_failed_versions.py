@@ -3,12 +3,10 @@
 from collections.abc import AsyncIterator
 
 import pytest
-from sqlalchemy import text
 
-from cortex_store.database import make_engine
 from cortex_store.migrate import downgrade_async, upgrade_async
 from tests.infrastructure import Infrastructure
-from tests.own_database import on_database, own_database
+from tests.own_database import on_database, own_database, scalar
 
 pytestmark = pytest.mark.e2e
 
@@ -25,12 +23,7 @@ async def database(migrated: Infrastructure) -> AsyncIterator[str]:
 
 
 async def failed_versions_retried(database: str) -> str:
-    engine = make_engine(database, pool_size=1)
-    try:
-        async with engine.connect() as connection:
-            return str(await connection.scalar(text(FUNCTIONS)))
-    finally:
-        await engine.dispose()
+    return str(await scalar(database, FUNCTIONS))
 
 
 async def test_the_functions_are_edited_and_restored(database: str) -> None:
