@@ -20,10 +20,11 @@ class DeadLetter:
 
 
 async def read_dead_letters(
-    js: JetStreamContext, org_id: uuid.UUID, count: int, *, timeout: float = 15
+    js: JetStreamContext, org_id: uuid.UUID, count: int, *, timeout: float = 15, stream: str = "kb"
 ) -> list[DeadLetter]:
-    """Exactly `count` dead letters of `kb.<org_id>.>` events: waits for them, then checks there are no more."""
-    sub = await js.pull_subscribe(f"dlq.kb.{org_id}.>", stream=STREAM_DLQ)
+    """Exactly `count` dead letters of `<stream>.<org_id>.>` events (`kb`, `memory`): waits for them, then
+    checks there are no more."""
+    sub = await js.pull_subscribe(f"dlq.{stream}.{org_id}.>", stream=STREAM_DLQ)
     letters: list[DeadLetter] = []
     try:
         async with asyncio.timeout(timeout):

@@ -61,13 +61,28 @@ def updated_after_the_event(org_id: uuid.UUID) -> Malformed:
     )
 
 
+def updated_in_year_one(org_id: uuid.UUID) -> Malformed:
+    """Before: stored as -infinity (asyncpg's datetime.min)."""
+    event = upsert_event(org_id, uuid.uuid4(), title="t", body="b", version=1, updatedAt="0001-01-01T00:00:00Z")
+    return Malformed(subjects.kb_document_upserted(org_id), event.to_wire(), "is before 1970-01-01")
+
+
 def unknown_action(org_id: uuid.UUID) -> Malformed:
     event = upsert_event(org_id, uuid.uuid4(), title="t", body="b", version=1)
     return Malformed(f"kb.{org_id}.document.exploded", event.to_wire(), "unknown event 'document.exploded'")
 
 
 @pytest.mark.parametrize(
-    "malformed", [invalid_json, not_utf8, missing_title, version_beyond_bigint, updated_after_the_event, unknown_action]
+    "malformed",
+    [
+        invalid_json,
+        not_utf8,
+        missing_title,
+        version_beyond_bigint,
+        updated_after_the_event,
+        updated_in_year_one,
+        unknown_action,
+    ],
 )
 async def test_a_malformed_event_is_dead_lettered_and_the_next_event_still_indexed(
     malformed: Callable[[uuid.UUID], Malformed], org: Org, js: JetStreamContext, nats_client: NATS

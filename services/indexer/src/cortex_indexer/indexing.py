@@ -43,6 +43,8 @@ OTHER_EMBEDDING_SPACE = "CXSPC"
 # How far a document's updatedAt may run ahead of the event reporting it: the clocks of a KB service and of
 # its publisher may differ a little. Beyond that it is an error (year 9999 would top the newest-first feed).
 UPDATED_AHEAD_TOLERANCE = timedelta(hours=1)
+# The earliest moment a document or entry may claim: year 1 was stored as -infinity (asyncpg's datetime.min).
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class UnknownOrganization(Exception):
@@ -160,13 +162,17 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)  # as PostgreSQL reads it
 
 
-def _check_updated_at(doc: DocumentUpserted, meta: EventMeta) -> None:
-    """A document cannot change after the event that reports the change."""
-    if doc.updated_at is not None and _aware(doc.updated_at) - _aware(meta.time) > UPDATED_AHEAD_TOLERANCE:
+def check_moment(name: str, moment: datetime | None, event_time: datetime) -> None:
+    """A document or entry cannot change after the event that reports the change, nor before 1970."""
+    if moment is None:
+        return
+    if _aware(moment) - _aware(event_time) > UPDATED_AHEAD_TOLERANCE:
         raise PoisonMessage(
-            f"updatedAt {doc.updated_at.isoformat()} is after the event's time {meta.time.isoformat()} "
+            f"{name} {moment.isoformat()} is after the event's time {event_time.isoformat()} "
             f"(by more than {UPDATED_AHEAD_TOLERANCE})"
         )
+    if _aware(moment) < EARLIEST:
+        raise PoisonMessage(f"{name} {moment.isoformat()} is before {EARLIEST.isoformat()}")
 
 
 async def index_document(
@@ -187,7 +193,7 @@ async def index_document(
     """
     if doc.organization_id != meta.organization_id:
         raise PoisonMessage("payload organizationId differs from the event's orgid")
-    _check_updated_at(doc, meta)
+    check_moment("updatedAt", doc.updated_at, meta.time)
     if known is None:
         known = await prior_embeddings(ctx, meta, doc.document_id, doc.version, want_embeddings=not failure_reason)
     if known is None:

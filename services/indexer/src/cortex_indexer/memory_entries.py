@@ -12,7 +12,7 @@ from sqlalchemy import text
 from cortex_contracts.memory import EntryRemembered
 from cortex_embedding.errors import EmbeddingError
 from cortex_indexer import embedding_space, repository
-from cortex_indexer.indexing import IndexingContext, UnknownOrganization
+from cortex_indexer.indexing import IndexingContext, UnknownOrganization, check_moment
 from cortex_indexer.tenant_guard import refuse_cross_tenant_writes
 from cortex_messaging.delivery import Delivery, PoisonMessage
 from cortex_store.tenancy import bind_organization
@@ -30,6 +30,8 @@ VALUES (:id, :org, :tenant, CAST(:partition AS memory_partition), CAST(:tier AS 
 ON CONFLICT (id) DO NOTHING
 RETURNING id
 """)
+# Under row-level security: another organization's entry is not seen.
+STORED_HASH = text("SELECT content_hash FROM memory_entry WHERE id = :id")
 # BM25 needs each entry's length in the lexemes PostgreSQL's text analysis produced.
 COUNT_TOKENS = text("""
 UPDATE memory_entry m SET token_count = coalesce((SELECT sum(array_length(u.positions, 1)) FROM unnest(m.tsv) u), 0)
@@ -65,8 +67,10 @@ def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[
             raise PoisonMessage(f"invalid {delivery.event.type} payload: {exc}") from exc
         if entry.organization_id != delivery.event.orgid:
             raise PoisonMessage("payload organizationId differs from the event's orgid")
+        check_moment("rememberedAt", entry.remembered_at, delivery.event.time)
         metadata = json.dumps(entry.metadata) if entry.metadata is not None else None
         source_text = embedding_input(entry)
+        content_hash = hashlib.sha256(entry.content.encode()).hexdigest()
         vector = await _embed(ctx, source_text)
         async with ctx.sessions() as session, session.begin():
             if vector is not None and ctx.space is not None and not await embedding_space.holds(session, ctx.space):
@@ -89,7 +93,7 @@ def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[
                     "agent": entry.agent_id,
                     "run": entry.agent_run_id,
                     "content": entry.content,
-                    "hash": hashlib.sha256(entry.content.encode()).hexdigest(),
+                    "hash": content_hash,
                     "metadata": metadata,
                     "at": entry.remembered_at or delivery.event.time,
                     "embedding": _vector(vector),
@@ -98,6 +102,12 @@ def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[
             )
             if inserted.first() is not None:
                 await session.execute(COUNT_TOKENS, {"id": entry.entry_id})
+            elif (await session.scalar(STORED_HASH, {"id": entry.entry_id})) != content_hash:
+                # Ids derive from scope and content, so this is a publisher's own id reused: storing nothing
+                # and acknowledging it lost the entry without a word.
+                raise PoisonMessage(
+                    f"entryId {entry.entry_id} already names another entry (other content, or another organization's)"
+                )
         log.info("remembered entry %s", entry.entry_id)
 
     return handle
