@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import nats
 from nats.aio.client import Client as NATS
+from nats.errors import ConnectionReconnectingError
 
 log = logging.getLogger(__name__)
 
@@ -60,3 +61,10 @@ async def disconnect(nc: NATS) -> None:
         await nc.drain()
     else:
         await nc.close()
+
+
+def refuse_while_reconnecting(nc: NATS) -> None:
+    """Raise ConnectionReconnectingError at once while the server is unreachable: nats-py would hold a
+    request or publish in its buffer until the caller's timeout, which then reads as a slow service."""
+    if nc.is_reconnecting:
+        raise ConnectionReconnectingError

@@ -6,6 +6,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
 from cortex_contracts.envelope import Envelope
+from cortex_messaging.connection import refuse_while_reconnecting
 from cortex_messaging.trace_headers import inject
 
 tracer = trace.get_tracer(__name__)
@@ -35,6 +36,7 @@ async def publish_event(js: JetStreamContext, subject: str, event: Envelope, *, 
         payload = event.to_wire()
         # nats-py checks the payload alone; a message whose headers tip it over the limit makes the server
         # close the connection, and nats-py does not open it again: every later publish would fail.
+        refuse_while_reconnecting(js._nc)
         size, limit = message_bytes(payload, headers), js._nc.max_payload
         if size > limit:
             raise MessageTooLarge(f"the event is {size:,} bytes; NATS takes {limit:,}")

@@ -11,6 +11,7 @@ from nats.errors import MaxPayloadError
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind
 
+from cortex_messaging.connection import refuse_while_reconnecting
 from cortex_messaging.trace_headers import extract, inject
 
 log = logging.getLogger(__name__)
@@ -69,5 +70,6 @@ async def request(nc: NATS, subject: str, payload: bytes, *, timeout: float) -> 
         kind=SpanKind.CLIENT,
         attributes={"messaging.system": "nats", "messaging.destination.name": subject},
     ):
+        refuse_while_reconnecting(nc)
         reply = await nc.request(subject, payload, timeout=timeout, headers=inject())
         return reply.data
