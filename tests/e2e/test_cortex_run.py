@@ -1,6 +1,6 @@
 """`cortex run` (what `make run` starts) as the README's "try it" uses it: embedded PostgreSQL and NATS,
 every service in its own process (here two aggregator copies), a document ingested with the CLI and found
-over HTTP. A second run beside it refuses; a service killed under it is restarted; killed itself, it leaves no
+over HTTP. A second run beside it refuses; a service or NATS killed under it is restarted; killed itself, it leaves no
 service nor server behind, and the next run starts on the same data; SIGINT stops that one and everything
 with exit code 0."""
 
@@ -171,6 +171,21 @@ def test_run_ingest_search_stop_and_run_again_on_the_same_data(tmp_path: Path) -
         second_note.write_text("# Travel policy\n\nBook economy class for flights under six hours.\n")
         cli(data_dir, "ingest", str(second_note), "--org", "acme")
         assert found_eventually(port, token, "economy class flights", "Travel policy")
+        # So is the embedded NATS (the services reconnect to it). Before, the run went on without it for good.
+        os.kill(pid_in(data_dir / "nats" / "nats.pid"), signal.SIGKILL)
+        third_note = tmp_path / "expenses.md"
+        third_note.write_text("# Expense reports\n\nReceipts are due within thirty days of travel.\n")
+        deadline = time.monotonic() + 60
+        while subprocess.run(
+            [CORTEX, "ingest", str(third_note), "--org", "acme"],
+            env={**run_env(data_dir, port)},
+            capture_output=True,
+            timeout=120,
+            check=False,
+        ).returncode:
+            assert time.monotonic() < deadline, (tmp_path / "first.log").read_text()
+            time.sleep(1)
+        assert found_eventually(port, token, "receipts thirty days", "Expense reports")
         # Searches are shared by both copies; whichever answers, the answer is the same.
         assert all(search(port, token, "volume discount")[:1] == ["Pricing policy"] for _ in range(10))
         # Killed, the supervisor cannot stop its services: they stop themselves. Before, they lived on
@@ -187,6 +202,7 @@ def test_run_ingest_search_stop_and_run_again_on_the_same_data(tmp_path: Path) -
     first_log = (tmp_path / "first.log").read_text()
     assert "indexer stopped unexpectedly (killed by SIGKILL); restarting it in 1 s" in first_log
     assert "indexer restarted" in first_log
+    assert "embedded NATS stopped unexpectedly; starting it again" in first_log
     for copy in ("aggregator.1", "aggregator.2"):
         assert any(line.startswith(copy) and "answering rpc.aggregator.feed" in line for line in first_log.splitlines())
 

@@ -3,8 +3,8 @@
 Without ``database_url`` / ``nats_url`` the embedded servers start with their data under
 ``data_dir``. Each service runs as ``python -m cortex_<service>`` in its own process group, its
 output printed line by line behind its name. SIGINT, SIGTERM or SIGHUP stop everything (exit
-code 0). A service that exits on its own is restarted; one that keeps exiting stops everything
-(exit code 1; cortex_cli.restarts).
+code 0). A service or embedded server that exits on its own is restarted; one that keeps exiting
+stops everything (exit code 1; cortex_cli.restarts).
 """
 
 import os
@@ -262,14 +262,36 @@ def _announce(settings: RunSettings, names: Sequence[str], database_url: str, na
     console.line(_SELF, f"  NATS_URL={_hide_password(nats_url)}  ({nats})")
 
 
+def _server_name(server: EmbeddedPostgres | EmbeddedNats) -> str:
+    return "PostgreSQL" if isinstance(server, EmbeddedPostgres) else "NATS"
+
+
 def _supervise(
-    services: list[_Service], signals: _StopSignals, console: _Console, respawn: Callable[[_Service], _Service]
+    services: list[_Service],
+    servers: Sequence[EmbeddedPostgres | EmbeddedNats],
+    signals: _StopSignals,
+    console: _Console,
+    respawn: Callable[[_Service], _Service],
 ) -> int:
-    """Restart services that exit on their own until a stop signal (0), or until one keeps exiting (1)."""
+    """Restart services and embedded servers that exit on their own until a stop signal (0), or until one
+    keeps exiting (1). The services reconnect to a restarted server by themselves."""
     policy = RestartPolicy()
     due: dict[int, float] = {}  # index in `services` → when to restart it
     while not signals.requested.wait(0.2):
         now = time.monotonic()
+        for server in servers:
+            if server.running():
+                continue
+            name = _server_name(server)
+            if policy.delay(name, now) is None:
+                console.line(_SELF, f"embedded {name} stopped unexpectedly, again; stopping all")
+                return 1
+            console.line(_SELF, f"embedded {name} stopped unexpectedly; starting it again")
+            try:
+                server.start()
+            except Exception as err:  # noqa: BLE001 - reported, then everything stops
+                console.line(_SELF, f"could not start {name} again ({err}); stopping all")
+                return 1
         for index, service in enumerate(services):
             if index in due:
                 if now >= due[index]:
@@ -327,7 +349,7 @@ def _stop_services(services: list[_Service], console: _Console) -> None:
 
 def _stop_servers(started: list[EmbeddedPostgres | EmbeddedNats], console: _Console) -> None:
     for server in reversed(started):
-        kind = "PostgreSQL" if isinstance(server, EmbeddedPostgres) else "NATS"
+        kind = _server_name(server)
         try:
             server.stop()
         except Exception as err:  # noqa: BLE001 - report and go on stopping the others
@@ -388,7 +410,7 @@ def run_all(settings: RunSettings) -> int:
             def respawn(ended: _Service) -> _Service:
                 return _spawn(ended.name, ended.kind, env, console, settings.run_lock)
 
-            code = _supervise(services, signals, console, respawn)
+            code = _supervise(services, started, signals, console, respawn)
         except KeyboardInterrupt:
             name = signals.received.name if signals.received is not None else "SIGINT"
             console.line(_SELF, f"received {name} while starting; stopping")

@@ -122,6 +122,10 @@ class EmbeddedNats:
         _logger.info("NATS running on %s (data in %s)", self._url, self.data_dir)
         return self._url
 
+    def running(self) -> bool:
+        """Whether the server this object started is still running (False before `start`)."""
+        return self._process is not None and self._process.poll() is None
+
     def stop_leftover(self) -> None:
         """Stop a nats-server that an owner killed outright left running on ``data_dir``.
 

@@ -171,6 +171,10 @@ class EmbeddedPostgres:
         """PostgreSQL's server log."""
         return self.data_dir / "log"
 
+    def running(self) -> bool:
+        """Whether a server runs on this data directory."""
+        return _server_process(self.data_dir) is not None
+
     def start(self) -> str:
         """Start the server (or reuse the one already running on ``data_dir``); return its URL.
 

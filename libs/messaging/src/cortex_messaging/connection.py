@@ -57,10 +57,13 @@ async def disconnect(nc: NATS) -> None:
     """Drain when connected; else close: nats-py refuses to drain while reconnecting, which would leave
     the client trying to reconnect for good."""
     _closed_on_purpose.add(nc)
-    if nc.is_connected:
-        await nc.drain()
-    else:
-        await nc.close()
+    try:
+        if nc.is_connected:
+            await nc.drain()
+        else:
+            await nc.close()
+    except (RuntimeError, OSError) as exc:  # the transport already gone (uvloop's "handler is closed")
+        log.warning("closing the NATS client: %s", exc)
 
 
 def refuse_while_reconnecting(nc: NATS) -> None:
