@@ -102,7 +102,7 @@ def openapi_document() -> str:
 class _CapturingJetStream:
     def __init__(self) -> None:
         self.published: list[tuple[str, bytes, dict[str, str]]] = []
-        self._nc = SimpleNamespace(max_payload=1024 * 1024)  # publish_event checks the size against it
+        self._nc = SimpleNamespace(max_payload=1024 * 1024, is_reconnecting=False)  # what publish_event checks
 
     async def publish(self, subject: str, payload: bytes, *, headers: dict[str, str], **_: object) -> None:
         self.published.append((subject, payload, headers))

@@ -53,6 +53,13 @@ def version_beyond_bigint(org_id: uuid.UUID) -> Malformed:
     return Malformed(subjects.kb_document_upserted(org_id), wire, "less than or equal to 9223372036854775807")
 
 
+def version_as_text(org_id: uuid.UUID) -> Malformed:
+    """Before: "3" (or true, or 2.0) was taken as a version."""
+    event = upsert_event(org_id, uuid.uuid4(), title="t", body="b", version=1)
+    wire = event.model_copy(update={"data": event.data | {"version": "3"}}).to_wire()
+    return Malformed(subjects.kb_document_upserted(org_id), wire, "Input should be a valid integer")
+
+
 def updated_after_the_event(org_id: uuid.UUID) -> Malformed:
     """Before: stored, and year 9999 put the document on top of the newest-first feed for good."""
     event = upsert_event(org_id, uuid.uuid4(), title="t", body="b", version=1, updatedAt="9999-12-31T23:59:59Z")
@@ -69,7 +76,15 @@ def updated_in_year_one(org_id: uuid.UUID) -> Malformed:
 
 def unknown_action(org_id: uuid.UUID) -> Malformed:
     event = upsert_event(org_id, uuid.uuid4(), title="t", body="b", version=1)
-    return Malformed(f"kb.{org_id}.document.exploded", event.to_wire(), "unknown event 'document.exploded'")
+    wire = event.model_copy(update={"type": "kb.document.exploded"}).to_wire()
+    return Malformed(f"kb.{org_id}.document.exploded", wire, "unknown event 'document.exploded'")
+
+
+def type_not_of_its_subject(org_id: uuid.UUID) -> Malformed:
+    """Before: indexed as the subject said, whatever the envelope's type."""
+    event = upsert_event(org_id, uuid.uuid4(), title="t", body="b", version=1)
+    wire = event.model_copy(update={"type": "memory.entry.remembered"}).to_wire()
+    return Malformed(subjects.kb_document_upserted(org_id), wire, "event type 'memory.entry.remembered' does not match")
 
 
 @pytest.mark.parametrize(
@@ -79,9 +94,11 @@ def unknown_action(org_id: uuid.UUID) -> Malformed:
         not_utf8,
         missing_title,
         version_beyond_bigint,
+        version_as_text,
         updated_after_the_event,
         updated_in_year_one,
         unknown_action,
+        type_not_of_its_subject,
     ],
 )
 async def test_a_malformed_event_is_dead_lettered_and_the_next_event_still_indexed(

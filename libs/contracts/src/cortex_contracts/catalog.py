@@ -7,7 +7,7 @@ documents (the highest version wins, a deletion included).
 from enum import StrEnum
 from uuid import UUID
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from cortex_contracts.base import BIGINT_MAX, WireModel
 
@@ -31,7 +31,7 @@ class CatalogChange(WireModel):
     """What every catalog change carries."""
 
     organization_id: UUID = Field(description="Owning organization; must match the envelope's orgid.")
-    version: int = Field(ge=0, le=BIGINT_MAX, description="The highest version wins, a deletion included.")
+    version: StrictInt = Field(ge=0, le=BIGINT_MAX, description="The highest version wins, a deletion included.")
 
 
 class WorkUpserted(CatalogChange):

@@ -5,7 +5,7 @@ from enum import StrEnum
 from typing import Annotated
 from uuid import UUID
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, StrictInt, StringConstraints, model_validator
 
 from cortex_contracts.base import BIGINT_MAX, NO_NUL, WireModel
 
@@ -47,7 +47,7 @@ class DocumentUpserted(WireModel):
     source: str = Field(
         default="kb", min_length=1, max_length=64, pattern=NO_NUL, description="Producing system, e.g. `kb`."
     )
-    version: int = Field(ge=0, le=BIGINT_MAX, description="Monotonic per document; the highest version wins.")
+    version: StrictInt = Field(ge=0, le=BIGINT_MAX, description="Monotonic per document; the highest version wins.")
     updated_at: datetime | None = Field(default=None, description="When the document last changed upstream.")
     upload_id: UUID | None = Field(default=None, description="Upload the document was extracted from.")
     agent_id: str | None = Field(
@@ -68,7 +68,7 @@ class DocumentUpserted(WireModel):
 class DocumentDeleted(WireModel):
     document_id: UUID = Field(description="The document to delete.")
     organization_id: UUID = Field(description="Owning organization; must match the envelope's orgid.")
-    version: int = Field(
+    version: StrictInt = Field(
         ge=0, le=BIGINT_MAX, description="Version of the deletion; older upserts arriving later change nothing."
     )
 
@@ -76,7 +76,7 @@ class DocumentDeleted(WireModel):
 class DocumentIndexed(WireModel):
     document_id: UUID = Field(description="The document that is now searchable (or removed).")
     organization_id: UUID = Field(description="Owning organization.")
-    version: int = Field(ge=0, le=BIGINT_MAX, description="The version now in the index.")
+    version: StrictInt = Field(ge=0, le=BIGINT_MAX, description="The version now in the index.")
     chunks: int = Field(ge=0, description="How many chunks the document has in the index.")
     embedded: bool = Field(description="Whether its chunks carry embeddings (false = lexical only).")
     deleted: bool = Field(default=False, description="True when this reports a deletion.")

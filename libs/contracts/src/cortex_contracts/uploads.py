@@ -2,7 +2,7 @@
 
 from uuid import UUID
 
-from pydantic import Field
+from pydantic import Field, StrictInt
 
 from cortex_contracts.base import BIGINT_MAX, WireModel
 from cortex_contracts.documents import ObjectRef, Tag
@@ -20,7 +20,7 @@ class UploadCreated(WireModel):
     object: ObjectRef | None = Field(default=None, description="Where the bytes are.")
     doc_class: str | None = Field(default=None, max_length=64, description="Class of the document made from it.")
     tags: list[Tag] = Field(default_factory=list, max_length=32, description="Tags of the document made from it.")
-    version: int | None = Field(
+    version: StrictInt | None = Field(
         default=None,
         ge=0,
         le=BIGINT_MAX,

@@ -37,11 +37,13 @@ def parse_delivery(subject: str, payload: bytes, deliveries: int) -> Delivery:
     except ValidationError as exc:
         raise PoisonMessage(f"invalid event envelope: {exc}") from exc
     try:
-        _, org_token, action = split_org_subject(subject)
+        domain, org_token, action = split_org_subject(subject)
     except ValueError as exc:
         raise PoisonMessage(f"subject {subject!r} has no organization token") from exc
     if org_token != str(event.orgid):
         raise PoisonMessage(f"subject organization {org_token!r} differs from event orgid {event.orgid}")
+    if event.type != f"{domain}.{action}":  # `kb.<orgId>.document.upserted` carries `kb.document.upserted`
+        raise PoisonMessage(f"event type {event.type!r} does not match its subject {subject!r}")
     return Delivery(subject=subject, action=action, event=event, deliveries=deliveries)
 
 
