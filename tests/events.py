@@ -12,6 +12,7 @@ from nats.js import JetStreamContext
 from cortex_contracts import subjects
 from cortex_contracts.documents import TYPE_DOCUMENT_DELETED, TYPE_DOCUMENT_UPSERTED
 from cortex_contracts.envelope import Envelope, new_envelope
+from cortex_contracts.memory import TYPE_ENTRY_REMEMBERED, EntryRemembered, MemoryPartition, MemoryTier
 from cortex_contracts.uploads import TYPE_UPLOAD_CREATED
 from cortex_messaging.publisher import publish_event
 
@@ -55,6 +56,31 @@ def upload_event(
     return new_envelope(
         event_type=TYPE_UPLOAD_CREATED, source="tests/upstream", org_id=org_id, subject=str(upload_id), data=data
     )
+
+
+def remembered_event(
+    org_id: uuid.UUID,
+    entry_id: uuid.UUID,
+    content: str,
+    *,
+    partition: MemoryPartition = MemoryPartition.EPISODIC,
+    **extra: Any,
+) -> Envelope:
+    """An organization-tier memory entry remembered as an agent runtime would announce it."""
+    payload = EntryRemembered(
+        entry_id=entry_id, organization_id=org_id, content=content, partition=partition, tier=MemoryTier.ORG, **extra
+    )
+    return new_envelope(
+        event_type=TYPE_ENTRY_REMEMBERED,
+        source="tests/agent",
+        org_id=org_id,
+        subject=str(entry_id),
+        data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
+    )
+
+
+async def publish_remembered(js: JetStreamContext, event: Envelope) -> None:
+    await publish_event(js, subjects.memory_entry_remembered(event.orgid), event)
 
 
 async def publish_upload(js: JetStreamContext, event: Envelope) -> None:

@@ -18,19 +18,15 @@ from sqlalchemy import text
 from cortex_aggregator.bootstrap import Aggregator
 from cortex_aggregator.settings import AggregatorSettings
 from cortex_cli.organizations import ensure_membership
-from cortex_contracts import subjects
-from cortex_contracts.envelope import new_envelope
-from cortex_contracts.memory import TYPE_ENTRY_REMEMBERED, EntryRemembered, MemoryPartition, MemoryTier
 from cortex_contracts.rpc import FeedRequest, RetrievalMode
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.openai_compatible import OpenAICompatibleEmbedder, OpenAIEmbedderSettings
 from cortex_indexer.bootstrap import Indexer
 from cortex_indexer.settings import IndexerSettings
-from cortex_messaging.publisher import publish_event
 from cortex_store.database import make_engine
 from cortex_store.models import MemberRole
 from tests.embedding_server import FakeEmbeddingServer
-from tests.events import IndexedWatcher, publish_upsert, upsert_event
+from tests.events import IndexedWatcher, publish_remembered, publish_upsert, remembered_event, upsert_event
 from tests.infrastructure import Infrastructure
 from tests.own_database import on_database, own_database
 from tests.own_nats import ask_feed, own_nats_client
@@ -158,21 +154,7 @@ def embedded_texts(server: FakeEmbeddingServer, word: str) -> list[str]:
 
 async def remember(nc: NATS, org_id: uuid.UUID, content: str) -> uuid.UUID:
     entry_id = uuid.uuid4()
-    payload = EntryRemembered(
-        entry_id=entry_id,
-        organization_id=org_id,
-        content=content,
-        partition=MemoryPartition.EPISODIC,
-        tier=MemoryTier.ORG,
-    )
-    event = new_envelope(
-        event_type=TYPE_ENTRY_REMEMBERED,
-        source="tests/agent",
-        org_id=org_id,
-        subject=str(entry_id),
-        data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
-    )
-    await publish_event(nc.jetstream(), subjects.memory_entry_remembered(org_id), event)
+    await publish_remembered(nc.jetstream(), remembered_event(org_id, entry_id, content))
     return entry_id
 
 

@@ -11,33 +11,17 @@ from typing import Any
 import pytest
 from nats.js import JetStreamContext
 
-from cortex_contracts import subjects
-from cortex_contracts.envelope import new_envelope
-from cortex_contracts.memory import TYPE_ENTRY_REMEMBERED, EntryRemembered, MemoryPartition, MemoryTier
-from cortex_messaging.publisher import publish_event
+from cortex_contracts.memory import MemoryPartition
 from tests.conftest import OrgFactory
 from tests.dlq import read_dead_letters
+from tests.events import publish_remembered, remembered_event
 
 pytestmark = pytest.mark.e2e
 
 
 async def remember(js: JetStreamContext, org_id: uuid.UUID, entry_id: uuid.UUID, content: str, **extra: Any) -> None:
-    payload = EntryRemembered(
-        entry_id=entry_id,
-        organization_id=org_id,
-        content=content,
-        partition=MemoryPartition.SEMANTIC,
-        tier=MemoryTier.ORG,
-        **extra,
-    )
-    event = new_envelope(
-        event_type=TYPE_ENTRY_REMEMBERED,
-        source="tests/agent",
-        org_id=org_id,
-        subject=str(entry_id),
-        data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
-    )
-    await publish_event(js, subjects.memory_entry_remembered(org_id), event)
+    event = remembered_event(org_id, entry_id, content, partition=MemoryPartition.SEMANTIC, **extra)
+    await publish_remembered(js, event)
 
 
 async def remembered_by_api(org: Any, content: str) -> uuid.UUID:
