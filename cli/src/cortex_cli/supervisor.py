@@ -283,7 +283,7 @@ def _supervise(
             if server.running():
                 continue
             name = _server_name(server)
-            if policy.delay(name, now) is None:
+            if policy.delay(name, now) is None:  # counted like a service's; started at once, every service waits on it
                 console.line(_SELF, f"embedded {name} stopped unexpectedly, again; stopping all")
                 return 1
             console.line(_SELF, f"embedded {name} stopped unexpectedly; starting it again")
