@@ -1,6 +1,8 @@
 """GET /api/memory/recall ranks remembered entries by hybrid relevance within the named scope; salience
 breaks near-ties but does not outvote a clearly better match."""
 
+import asyncio
+
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
@@ -72,3 +74,18 @@ async def test_stats_count_the_remembered_entries(org: Org) -> None:
 
     assert response.status_code == 200, response.text
     assert response.json()["memoryEntries"] == 2
+
+
+async def test_identical_entries_sent_at_once_are_one_memory_and_only_one_answer_says_new(org: Org) -> None:
+    body = {"content": "The on-call rota changes on Fridays", "memorySessionId": "race"}
+    quick = [org.member.post("/api/memory/entries", json=body) for _ in range(6)]
+    waiting = [org.member.post("/api/memory/entries", params={"wait": "true"}, json=body) for _ in range(2)]
+
+    responses = await asyncio.gather(*quick, *waiting)
+
+    assert {response.json()["id"] for response in responses} == {responses[0].json()["id"]}
+    assert [response.json()["deduplicated"] for response in responses].count(False) == 1
+    assert all(response.status_code in (200, 201, 202) for response in responses), [r.text for r in responses]
+    assert all(response.status_code in (200, 201) for response in responses[6:])  # waited until stored
+    stats = await org.member.get("/api/memory/stats")
+    assert stats.json()["memoryEntries"] == 1

@@ -92,6 +92,17 @@ async def test_a_single_valued_parameter_given_twice_is_422_but_a_repeated_filte
     assert filters.status_code == 200, filters.text
 
 
+async def test_unknown_parameters_are_422_naming_the_first_ten(org: Org) -> None:
+    one = await org.member.get("/api/memory", params={"tags": "x"})
+    assert assert_problem(one, 422)["detail"] == "Unknown query parameter(s): 'tags'."
+
+    many = await org.member.get("/api/memory", params={f"p{i:04}": "x" for i in range(2000)})
+
+    detail = assert_problem(many, 422)["detail"]
+    assert detail.startswith("Unknown query parameter(s): 'p0000', 'p0001'")
+    assert detail.endswith("'p0009' and 1990 more.")  # before: all 2,000 names, 17 KB
+
+
 async def test_a_member_may_not_add_notes(org: Org) -> None:
     response = await org.member.post("/api/memory/documents", json={"title": "Mine", "body": "Not allowed."})
 
@@ -144,6 +155,21 @@ async def test_metadata_jsonb_could_not_store_is_422(org: Org, metadata: str, re
     assert [error["loc"] for error in errors] == [["body", "metadata"]]
     assert reason in errors[0]["msg"]
     assert (await org.member.get("/api/memory/stats")).json()["memoryEntries"] == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "msg"),
+    [
+        (b'{"content": "caf\xe9", "partition": "semantic"}', "not valid UTF-8 (byte 16)"),  # before: a 400
+        (b'{"content": "cut', "JSON decode error"),
+    ],
+)
+async def test_a_body_that_is_not_json_text_is_422(org: Org, body: bytes, msg: str) -> None:
+    response = await org.member.post("/api/memory/entries", content=body, headers={"Content-Type": "application/json"})
+
+    errors = assert_problem(response, 422)["errors"]
+    assert [(error["loc"][0], error["type"]) for error in errors] == [("body", "json_invalid")]
+    assert msg in errors[0]["msg"]
 
 
 @pytest.mark.parametrize("path", ["/api/memory/entries", "/api/memory/documents"])

@@ -66,6 +66,8 @@ def install_problem_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if isinstance(exc.__cause__, UnicodeDecodeError):  # FastAPI's 400 for it; bad JSON is a 422 there
+            return _not_utf8(request, exc.__cause__)
         return problem_response(request, exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
 
     @app.exception_handler(MessageTooLarge)
@@ -86,3 +88,10 @@ def install_problem_handlers(app: FastAPI) -> None:
         # The traceback comes once, from the server: Starlette raises the error again after this answer.
         log.error("unhandled %s on %s %s", type(exc).__name__, request.method, request.url.path)
         return problem_response(request, 500, "An unexpected error occurred.")
+
+
+def _not_utf8(request: Request, error: UnicodeDecodeError) -> JSONResponse:
+    """A JSON body that is not UTF-8 is refused as a body that is not JSON is: 422 `json_invalid`."""
+    msg = f"The body is not valid UTF-8 (byte {error.start})."
+    errors: list[dict[str, object]] = [{"loc": ["body"], "msg": msg, "type": "json_invalid"}]
+    return problem_response(request, 422, "The request is not valid.", errors=errors)

@@ -11,6 +11,8 @@ from fastapi.routing import APIRoute
 
 from cortex_gateway.problems import Problem
 
+NAMED_AT_MOST = 10  # a request with thousands of odd parameters must not get them all echoed back
+
 
 def _repeatable(annotation: Any) -> bool:
     origin = get_origin(annotation)
@@ -42,9 +44,15 @@ async def refuse_unknown_query(request: Request) -> None:
     declared = _declared(route)
     unknown = sorted(set(request.query_params) - set(declared))
     if unknown:
-        raise Problem(422, f"Unknown query parameter(s): {', '.join(repr(name) for name in unknown)}.")
+        raise Problem(422, f"Unknown query parameter(s): {_names(unknown)}.")
     repeated = sorted(
         name for name, many in declared.items() if not many and len(request.query_params.getlist(name)) > 1
     )
     if repeated:
-        raise Problem(422, f"Query parameter(s) given more than once: {', '.join(repr(name) for name in repeated)}.")
+        raise Problem(422, f"Query parameter(s) given more than once: {_names(repeated)}.")
+
+
+def _names(names: list[str]) -> str:
+    named = ", ".join(repr(name[:100]) for name in names[:NAMED_AT_MOST])
+    more = len(names) - NAMED_AT_MOST
+    return f"{named} and {more} more" if more > 0 else named

@@ -100,6 +100,7 @@ async def _exists(res: Resources, caller: Caller, id_: uuid.UUID) -> bool:
     summary="Remember something",
     dependencies=[Depends(json_content)],
     responses={
+        200: {"model": EntryAccepted, "description": "Already stored: the same content in the same scope"},
         201: {"model": EntryAccepted, "description": "Stored and recallable (with ?wait=true)"},
         504: problem("Not stored within the wait timeout"),
         **UNSUPPORTED_MEDIA_TYPE,
@@ -136,15 +137,19 @@ async def remember(
         tenant_id=caller.tenant_id,
         event_id=f"entry-{id_}",
     )
-    await publish_event(res.js, subjects.memory_entry_remembered(caller.organization_id), event)
+    ack = await publish_event(res.js, subjects.memory_entry_remembered(caller.organization_id), event)
+    # A twin request in flight published the same event id first: JetStream kept one and says so.
+    deduplicated = ack.duplicate is True
     if not wait:
-        return JSONResponse({"id": str(id_), "deduplicated": False}, status_code=202)
+        return JSONResponse({"id": str(id_), "deduplicated": deduplicated}, status_code=202)
     try:
         async with asyncio.timeout(res.settings.wait_timeout_seconds):
             while not await _exists(res, caller, id_):  # noqa: ASYNC110 — storing emits no event to wait on
                 await asyncio.sleep(WAIT_POLL_SECONDS)
     except TimeoutError as exc:
         raise Problem(504, f"Entry {id_} was accepted but not stored in time; it will still be.") from exc
+    if deduplicated:
+        return JSONResponse({"id": str(id_), "deduplicated": True}, status_code=200)
     return JSONResponse({"id": str(id_), "deduplicated": False}, status_code=201)
 
 
