@@ -14,6 +14,7 @@ import uvicorn
 
 from cortex_embedded_servers import free_port
 from cortex_gateway.app import create_app
+from cortex_gateway.http_protocol import ProblemHttpProtocol
 from cortex_gateway.settings import GatewaySettings
 from tests.infrastructure import Infrastructure
 from tests.services import SECRET
@@ -37,7 +38,14 @@ async def running_gateway(infra: Infrastructure, **settings: Any) -> AsyncIterat
         }
     )
     server = uvicorn.Server(
-        uvicorn.Config(create_app(gateway_settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        uvicorn.Config(
+            create_app(gateway_settings),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            http=ProblemHttpProtocol,
+        )
     )
     task = asyncio.create_task(server.serve())
     try:

@@ -12,6 +12,7 @@ from cortex_aggregator.bootstrap import build as build_aggregator
 from cortex_aggregator.settings import AggregatorSettings
 from cortex_embedded_servers import free_port
 from cortex_gateway.app import create_app
+from cortex_gateway.http_protocol import ProblemHttpProtocol
 from cortex_gateway.settings import GatewaySettings
 from cortex_indexer.bootstrap import Indexer
 from cortex_indexer.bootstrap import build as build_indexer
@@ -39,7 +40,14 @@ async def running_services(infra: Infrastructure) -> AsyncIterator[RunningServic
         database_url=db, nats_url=nats, secret=SECRET, port=port, wait_timeout_seconds=20
     )
     server = uvicorn.Server(
-        uvicorn.Config(create_app(gateway_settings), host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+        uvicorn.Config(
+            create_app(gateway_settings),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            lifespan="on",
+            http=ProblemHttpProtocol,
+        )
     )
     tasks = [
         asyncio.create_task(indexer.run()),

@@ -1,5 +1,7 @@
 """Every HTTP error is an RFC 9457 problem document with the right status; notes are accepted or awaited."""
 
+import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -101,6 +103,20 @@ async def test_unknown_parameters_are_422_naming_the_first_ten(org: Org) -> None
     detail = assert_problem(many, 422)["detail"]
     assert detail.startswith("Unknown query parameter(s): 'p0000', 'p0001'")
     assert detail.endswith("'p0009' and 1990 more.")  # before: all 2,000 names, 17 KB
+
+
+async def test_a_url_longer_than_the_parser_takes_is_a_400_problem(org: Org) -> None:
+    # Over httpx's own limit (64 KiB), so sent by hand.
+    url = org.member.base_url
+    reader, writer = await asyncio.open_connection(url.host, url.port)
+    writer.write(f"GET /api/memory?q={'a' * 70_000} HTTP/1.1\r\nHost: {url.host}\r\n\r\n".encode())
+    answer = await reader.read()
+    writer.close()
+
+    head, body = answer.split(b"\r\n\r\n", 1)
+    assert head.startswith(b"HTTP/1.1 400 "), head
+    assert b"content-type: application/problem+json" in head.lower()  # before: uvicorn's plain text
+    assert "longer than 64 KiB" in json.loads(body)["detail"]
 
 
 async def test_a_member_may_not_add_notes(org: Org) -> None:

@@ -7,6 +7,7 @@ import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 
 from cortex_gateway.app import create_app
+from cortex_gateway.http_protocol import ProblemHttpProtocol
 from cortex_gateway.settings import GatewaySettings
 from cortex_supervision.lifeline import watch_lifeline
 from cortex_telemetry.logs import configure_logging
@@ -33,7 +34,7 @@ def main() -> int:
             access_log=False,
             log_level=settings.log_level.lower(),
             loop="uvloop",  # with httptools: less CPU per request than asyncio's loop and h11
-            http="httptools",
+            http=ProblemHttpProtocol,  # httptools, with unparsable requests answered as problems
         )
     )
     watch_lifeline()  # its SIGTERM is uvicorn's clean stop (a signal before uvicorn starts ends it at once)
