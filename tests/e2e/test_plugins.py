@@ -9,7 +9,6 @@ build their registries after the patch too.
 
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -21,6 +20,7 @@ from sqlalchemy.exc import DBAPIError
 from cortex_cli.plugins import choose_plugin, list_plugins
 from cortex_gateway.tokens import issue_token
 from cortex_plugins import PluginChoiceError, PluginRegistry, discovery
+from cortex_plugins.testing import FakeEntryPoint
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.tenancy import bind_organization
 from tests.cli_runs import cli
@@ -47,18 +47,6 @@ class ReverseReranker:
 
 def exploding_factory() -> ReverseReranker:
     raise RuntimeError("reranker credentials are missing")
-
-
-@dataclass
-class FakeEntryPoint:
-    name: str
-    value: str
-    target: Any
-
-    def load(self) -> Any:
-        if isinstance(self.target, BaseException):
-            raise self.target
-        return self.target
 
 
 FAKE_RERANKERS = [

@@ -1,13 +1,12 @@
 """Extractors are `cortex.extractor` entry points: the built-ins are registered, and a plugin can add or replace."""
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from importlib.metadata import entry_points
-from typing import Any
 
 import pytest
 
 from cortex_extractors import Extracted, extract, media_types, registry
+from cortex_plugins.testing import FakeEntryPoint
 
 
 @pytest.fixture(autouse=True)
@@ -29,18 +28,6 @@ class Csv:
 
     def extract(self, data: bytes, filename: str | None) -> Extracted:
         return Extracted(title=filename, text=data.decode().replace(",", " | "))
-
-
-@dataclass
-class FakeEntryPoint:
-    name: str
-    value: str
-    target: Any
-
-    def load(self) -> Any:
-        if isinstance(self.target, Exception):
-            raise self.target
-        return self.target
 
 
 def test_a_plugin_adds_a_media_type_and_a_broken_one_is_skipped(

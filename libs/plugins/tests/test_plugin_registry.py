@@ -3,8 +3,6 @@
 import asyncio
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import pytest
 
@@ -13,18 +11,7 @@ from cortex_plugins import PluginChoiceError, PluginRegistry, PluginUnavailable
 from cortex_plugins.discovery import EntryPointLike
 from cortex_plugins.listing import check_health, plugins_view
 from cortex_plugins.settings import PluginSettings
-
-
-@dataclass
-class FakeEntryPoint:
-    name: str
-    value: str
-    target: Any
-
-    def load(self) -> Any:
-        if isinstance(self.target, BaseException):
-            raise self.target
-        return self.target
+from cortex_plugins.testing import FakeEntryPoint
 
 
 class Store:
