@@ -115,6 +115,25 @@ def test_postgres_serves_pgvector_and_keeps_data_across_restarts(tmp_path: Path)
         postgres.stop()
 
 
+def test_postgres_running_survives_a_pid_file_being_rewritten_and_sees_a_killed_server(tmp_path: Path) -> None:
+    data_dir = tmp_path / "pg"
+    postgres = EmbeddedPostgres(data_dir)
+    postgres.start()
+    try:
+        pid_file = data_dir / "postmaster.pid"
+        whole = pid_file.read_text()
+        pid_file.write_text(whole[:3])  # as PostgreSQL's in-place rewrite may be caught half done
+        assert postgres.running()  # before: read as no server, and `cortex run` restarted it
+        pid_file.write_text(whole)
+
+        postmaster = psutil.Process(_postmaster_pid(data_dir))
+        postmaster.kill()
+        postmaster.wait(timeout=30)
+        assert not postgres.running()
+    finally:
+        postgres.stop()
+
+
 def test_postgres_socket_moves_out_of_a_data_path_too_long_for_unix_sockets(
     tmp_path: Path,
 ) -> None:

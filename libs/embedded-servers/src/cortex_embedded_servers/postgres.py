@@ -11,6 +11,7 @@ directories above it.
 """
 
 import atexit
+import contextlib
 import logging
 import os
 import shutil
@@ -160,6 +161,7 @@ class EmbeddedPostgres:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir.expanduser().resolve()
         self._url: str | None = None
+        self._postmaster: psutil.Process | None = None  # the one started or found, for `running`
 
     @property
     def url(self) -> str | None:
@@ -172,8 +174,14 @@ class EmbeddedPostgres:
         return self.data_dir / "log"
 
     def running(self) -> bool:
-        """Whether a server runs on this data directory."""
-        return _server_process(self.data_dir) is not None
+        """Whether a server runs on this data directory. The postmaster's pid holds for its whole life, so
+        the pid file is read only once it has ended: a file caught half-rewritten must not read as a crash."""
+        known = self._postmaster
+        with contextlib.suppress(psutil.Error):
+            if known is not None and known.is_running() and known.status() != psutil.STATUS_ZOMBIE:
+                return True
+        self._postmaster = _server_process(self.data_dir)
+        return self._postmaster is not None
 
     def start(self) -> str:
         """Start the server (or reuse the one already running on ``data_dir``); return its URL.
@@ -197,6 +205,7 @@ class EmbeddedPostgres:
             raise RuntimeError(msg)
         _create_vector_extension(info.socket_dir, info.port or 5432)
         self._url = f"postgresql+asyncpg://postgres@/postgres?host={quote(str(info.socket_dir), safe='/')}"
+        self._postmaster = _server_process(self.data_dir)
         _logger.info("PostgreSQL running on %s (data in %s)", info.socket_dir, self.data_dir)
         return self._url
 
@@ -204,6 +213,7 @@ class EmbeddedPostgres:
         """Stop the server running on ``data_dir`` (``pg_ctl stop -m fast``); no-op if none runs."""
         atexit.unregister(self.stop)
         self._url = None
+        self._postmaster = None
         _forget_handle(self.data_dir)
         if _stop_server(self.data_dir):
             _logger.info("PostgreSQL stopped (data in %s)", self.data_dir)
