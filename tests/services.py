@@ -19,6 +19,8 @@ from cortex_indexer.bootstrap import build as build_indexer
 from cortex_indexer.settings import IndexerSettings
 from tests.infrastructure import Infrastructure
 
+EXTRACTION_TIMEOUT = 5.0  # seconds; the test files read in milliseconds, a slow one is made to take minutes
+
 SECRET = "test-secret-" + "x" * 32
 
 
@@ -33,7 +35,9 @@ class RunningServices:
 @contextlib.asynccontextmanager
 async def running_services(infra: Infrastructure) -> AsyncIterator[RunningServices]:
     db, nats = infra.app_database_url, infra.nats_url
-    indexer = build_indexer(IndexerSettings(database_url=db, nats_url=nats, max_deliver=3))
+    indexer = build_indexer(
+        IndexerSettings(database_url=db, nats_url=nats, max_deliver=3, extraction_timeout_seconds=EXTRACTION_TIMEOUT)
+    )
     aggregator = build_aggregator(AggregatorSettings(database_url=db, nats_url=nats, secret=SECRET))
     port = free_port("127.0.0.1")
     gateway_settings = GatewaySettings(

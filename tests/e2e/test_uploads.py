@@ -29,6 +29,8 @@ from tests.conftest import Org
 from tests.dlq import read_dead_letters
 from tests.events import search_ids
 from tests.infrastructure import Infrastructure
+from tests.services import EXTRACTION_TIMEOUT
+from tests.slow_pdf import slow_pdf
 
 pytestmark = pytest.mark.e2e
 
@@ -261,3 +263,26 @@ async def test_a_fixed_file_uploaded_again_replaces_its_failed_document(
     assert detail["item"]["title"] == "Plan"
     assert await lexical_ids(org.member, fixed) == [str(document_id)]
     assert len(await read_dead_letters(js, org.id, 1)) == 1  # the first, failed upload only
+
+
+async def test_a_file_too_slow_to_read_fails_as_too_slow_and_holds_up_no_one_else(
+    migrated: Infrastructure, org: Org, js: JetStreamContext, tmp_path: Path
+) -> None:
+    paths = await ingest(migrated, org, tmp_path, {f"slow{i}.pdf": slow_pdf() for i in range(3)})
+    slow = [upload_document(org, path) for path in paths.values()]
+    said = word("during")
+
+    note = await org.admin.post(
+        "/api/memory/documents", params={"wait": "true"}, json={"title": "During", "body": f"Written {said}."}
+    )
+
+    assert note.status_code == 201, note.text  # before: it waited for the files' parsers (QA: 5 minutes)
+    statuses = [(await org.member.get(f"/api/memory/documents/{id_}")).status_code for id_ in slow]
+    assert statuses == [404, 404, 404]  # still being read: the note did not wait for them
+    reason = f"too slow: reading it took over {EXTRACTION_TIMEOUT:g} s"
+    for document_id in slow:  # two are read at once, the third after them
+        detail = await detail_when(org.member, document_id, status="failed")
+        assert detail["failureReason"] == reason
+    letters = await read_dead_letters(js, org.id, len(slow))
+    assert {letter.record["error"] for letter in letters} == {reason}
+    assert await lexical_ids(org.member, said) == [note.json()["id"]]

@@ -15,6 +15,7 @@ from cortex_indexer.ann_admission import AnnAdmission
 from cortex_indexer.backfill import Backfill
 from cortex_indexer.catalog_handler import make_catalog_handler
 from cortex_indexer.embedding_space import EmbeddingSpace
+from cortex_indexer.extraction_workers import ExtractionWorkers
 from cortex_indexer.handlers import make_kb_handler
 from cortex_indexer.indexing import IndexingContext
 from cortex_indexer.memory_entries import make_memory_handler
@@ -58,6 +59,7 @@ class Indexer:
         pool_size = min(settings.concurrency, settings.database_connections)
         engine = make_engine(settings.database_url, pool_size=pool_size, max_overflow=0, pre_ping=False)
         nc = await connect(settings.nats_url, name="cortex-indexer", on_lost=self.nats_lost)
+        extraction = ExtractionWorkers(settings.extraction_workers, settings.extraction_timeout_seconds)
         try:
             await open_pool(engine, pool_size)
             js = nc.jetstream()
@@ -82,6 +84,7 @@ class Indexer:
                 admission = AnnAdmission(sessions, settings.ann_min_chunks, settings.ann_admission_interval_seconds)
                 background.append(admission.run(self.stop))
             relay = OutboxRelay(sessions, js)
+            await extraction.start()
             ctx = IndexingContext(
                 sessions=sessions,
                 embed=self.embedder.embed if self.embedder else None,
@@ -118,11 +121,12 @@ class Indexer:
             await asyncio.gather(
                 *background,
                 relay.sweep(self.stop),
-                DurableConsumer(js, documents, make_kb_handler(ctx, js)).run(self.stop),
+                DurableConsumer(js, documents, make_kb_handler(ctx, js, extraction)).run(self.stop),
                 DurableConsumer(js, catalog, make_catalog_handler(catalog_ctx)).run(self.stop),
                 DurableConsumer(js, memory, make_memory_handler(memory_ctx)).run(self.stop),
             )
         finally:
+            await extraction.close()
             if self.embedder:
                 await self.embedder.close()
             if self.vectors:

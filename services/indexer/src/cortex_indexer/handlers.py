@@ -13,6 +13,7 @@ from cortex_contracts.documents import (
     DocumentUpserted,
 )
 from cortex_contracts.uploads import UploadCreated
+from cortex_indexer.extraction_workers import ExtractionWorkers
 from cortex_indexer.indexing import EventMeta, IndexingContext, delete_document, index_document
 from cortex_indexer.object_bodies import read_body
 from cortex_indexer.tenant_guard import refuse_cross_tenant_writes
@@ -39,7 +40,7 @@ def event_meta(delivery: Delivery) -> EventMeta:
     return EventMeta(event_id=event.id, organization_id=event.orgid, tenant_id=event.tenantid, time=event.time)
 
 
-def make_kb_handler(ctx: IndexingContext, js: JetStreamContext) -> Handler:
+def make_kb_handler(ctx: IndexingContext, js: JetStreamContext, extraction: ExtractionWorkers) -> Handler:
     @refuse_cross_tenant_writes
     async def handle(delivery: Delivery) -> RecordedFailure | None:
         meta = event_meta(delivery)
@@ -52,7 +53,7 @@ def make_kb_handler(ctx: IndexingContext, js: JetStreamContext) -> Handler:
         elif delivery.action == subjects.DOCUMENT_DELETED:
             result = await delete_document(ctx, meta, _payload(DocumentDeleted, delivery))
         elif delivery.action == subjects.UPLOAD_CREATED:
-            upload = await index_upload(ctx, js, meta, _payload(UploadCreated, delivery))
+            upload = await index_upload(ctx, js, extraction, meta, _payload(UploadCreated, delivery))
             result, failure_reason = upload.indexed, upload.failure_reason
         else:
             raise PoisonMessage(f"unknown event {delivery.action!r} on {delivery.subject}")

@@ -63,6 +63,17 @@ class IndexerSettings(BaseSettings):
             "of 32 passages embed as fast as one call of all 750 of bench/ingest's (21.9 and 23.6 CPU-s)."
         ),
     )
+    extraction_workers: int = Field(
+        default=2,
+        ge=1,
+        le=64,
+        description="Files read at once, each in a worker process of its own (extraction_workers.py).",
+    )
+    extraction_timeout_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        description="Longest a file may take to read; beyond it the file fails as too slow (its worker is killed).",
+    )
     max_deliver: int = Field(default=5, ge=1, description="Attempts before an event goes to the DLQ.")
     concurrency: int = Field(
         default=192,

@@ -5,7 +5,6 @@ document: stored with status `failed` and the reason, and the caller reports it 
 It is never dropped, and never retried (the bytes will not change).
 """
 
-import asyncio
 import uuid
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -14,9 +13,10 @@ from nats.js import JetStreamContext
 
 from cortex_contracts.documents import DocumentIndexed, DocumentUpserted
 from cortex_contracts.uploads import UploadCreated
-from cortex_extractors import ExtractionError, detect_media_type, extract, supported_media_types
+from cortex_extractors import ExtractionError, detect_media_type, supported_media_types
 from cortex_extractors.limits import MAX_INPUT_BYTES
 from cortex_extractors.media_types import normalize, signed_media_type
+from cortex_indexer.extraction_workers import ExtractionWorkers
 from cortex_indexer.indexing import EventMeta, IndexingContext, index_document, prior_embeddings
 from cortex_indexer.object_bodies import UnreadableObject, read_bytes
 from cortex_messaging.delivery import PoisonMessage
@@ -54,14 +54,14 @@ def _media_type(upload: UploadCreated, data: bytes) -> str:
     return declared if declared in supported_media_types() else detect_media_type(upload.filename, data)
 
 
-async def _text(js: JetStreamContext, upload: UploadCreated) -> _Text:
+async def _text(js: JetStreamContext, workers: ExtractionWorkers, upload: UploadCreated) -> _Text:
     if upload.size_bytes > MAX_INPUT_BYTES:
         return _Text(None, "", f"too large: the file is over {MAX_INPUT_BYTES // 2**20} MiB")
     if upload.object is None:
         return _Text(None, "", "missing: the event names no object holding the file")
     try:
         data = await read_bytes(js, upload.object, max_bytes=MAX_INPUT_BYTES)
-        extracted = await asyncio.to_thread(extract, _media_type(upload, data), data, upload.filename)
+        extracted = await workers.extract(_media_type(upload, data), data, upload.filename)
     except UnreadableObject as exc:
         return _Text(None, "", f"missing: {exc}")
     except ExtractionError as exc:
@@ -74,7 +74,7 @@ def _title(extracted: str | None, filename: str) -> str:
 
 
 async def index_upload(
-    ctx: IndexingContext, js: JetStreamContext, meta: EventMeta, upload: UploadCreated
+    ctx: IndexingContext, js: JetStreamContext, workers: ExtractionWorkers, meta: EventMeta, upload: UploadCreated
 ) -> UploadIndexed:
     """Index the uploaded file as one document (source `upload`), or store that document as failed."""
     if upload.organization_id != meta.organization_id:
@@ -84,7 +84,7 @@ async def index_upload(
     known = await prior_embeddings(ctx, meta, document_id, version)  # before the file is fetched and read
     if known is None:
         return UploadIndexed(None, None)
-    text = await _text(js, upload)
+    text = await _text(js, workers, upload)
     doc = DocumentUpserted(
         document_id=document_id,
         organization_id=upload.organization_id,

@@ -1,0 +1,146 @@
+"""Text extraction in worker processes of its own, each file given a time and a memory budget.
+
+A parser cannot be stopped from outside a thread: a PDF built to be slow (9.5 KB, 20 pages sharing one
+2 MB content stream) held a worker thread for minutes, and the embedder, which shared that thread pool,
+waited behind it — every note, upload and memory entry with it. Here extraction runs in separate
+processes (`python -m cortex_indexer.extraction_workers`) at low CPU priority: one that overruns its time
+is killed and the file fails as too slow; one that asks for more memory than its budget fails as too
+large. A worker serves file after file; jobs and replies are pickles framed by their length on its
+stdin and stdout (the worker is our own program, so the pickles are trusted).
+"""
+
+import asyncio
+import contextlib
+import logging
+import os
+import pickle
+import resource
+import struct
+import sys
+from typing import BinaryIO
+
+from cortex_extractors import ExtractionError, extract
+from cortex_extractors.errors import TooLarge
+from cortex_extractors.extracted import Extracted
+
+log = logging.getLogger(__name__)
+
+NICENESS = 10  # below the model and the event loop: a slow file slows others' documents little
+MEMORY_LIMIT_BYTES = 2 * 2**30
+FRAME = struct.Struct("!Q")
+
+Job = tuple[str, bytes, str | None]  # media type, the file's bytes, its name
+Reply = Extracted | BaseException
+WARM_UP: Job = ("text/plain", b"ready", None)
+
+
+class TooSlow(ExtractionError):
+    kind = "too slow"
+
+
+class WorkerFailed(Exception):
+    """The worker broke or died: not known to be the file's fault, so the event is retried."""
+
+
+class ExtractionWorkers:
+    """At most `workers` files extracted at once, each within `timeout_seconds`."""
+
+    def __init__(self, workers: int, timeout_seconds: float) -> None:
+        self.timeout_seconds = timeout_seconds
+        self._workers = workers
+        self._slots = asyncio.Semaphore(workers)
+        self._idle: list[asyncio.subprocess.Process] = []
+
+    async def start(self) -> None:
+        """Start every worker now and let it read a line, so the first files do not wait for a Python to
+        start and import the parsers (~0.3 s)."""
+        started = await asyncio.gather(*(self._spawn() for _ in range(self._workers - len(self._idle))))
+        await asyncio.gather(*(self._ask(worker, WARM_UP) for worker in started))
+        self._idle += started
+
+    async def _spawn(self) -> asyncio.subprocess.Process:
+        return await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            __name__,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+
+    async def extract(self, media_type: str, data: bytes, filename: str | None) -> Extracted:
+        async with self._slots:
+            worker = self._idle.pop() if self._idle else await self._spawn()
+            try:
+                reply = await self._ask(worker, (media_type, data, filename))
+            except BaseException:  # timed out, cancelled or broken: what it is doing is unknown
+                await _kill(worker)
+                raise
+            self._idle.append(worker)
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply
+
+    async def _ask(self, worker: asyncio.subprocess.Process, job: Job) -> Reply:
+        assert worker.stdin is not None and worker.stdout is not None
+        try:
+            payload = pickle.dumps(job)
+            worker.stdin.write(FRAME.pack(len(payload)) + payload)
+            async with asyncio.timeout(self.timeout_seconds):
+                await worker.stdin.drain()
+                (size,) = FRAME.unpack(await worker.stdout.readexactly(FRAME.size))
+                reply: Reply = pickle.loads(await worker.stdout.readexactly(size))  # noqa: S301 - our own worker
+        except TimeoutError:
+            raise TooSlow(f"reading it took over {self.timeout_seconds:g} s") from None
+        except (asyncio.IncompleteReadError, ConnectionError) as exc:
+            raise WorkerFailed(f"the extraction process ended (exit code {worker.returncode})") from exc
+        return reply
+
+    async def close(self) -> None:
+        idle, self._idle = self._idle, []
+        for worker in idle:
+            await _kill(worker)
+
+
+async def _kill(worker: asyncio.subprocess.Process) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        worker.kill()
+    await worker.wait()
+
+
+def _read_frame(stream: BinaryIO) -> bytes | None:
+    head = stream.read(FRAME.size)
+    if len(head) < FRAME.size:
+        return None  # the indexer closed the pipe: it is done with this worker
+    (size,) = FRAME.unpack(head)
+    return stream.read(size)
+
+
+def _reply_to(media_type: str, data: bytes, filename: str | None) -> Reply:
+    try:
+        return extract(media_type, data, filename)
+    except ExtractionError as exc:
+        return exc
+    except MemoryError:
+        return TooLarge(f"reading it needs more than {MEMORY_LIMIT_BYTES // 2**30} GiB of memory")
+    except Exception as exc:  # noqa: BLE001 - sent to the indexer, which retries the event
+        return WorkerFailed(f"{type(exc).__name__}: {exc}")
+
+
+def serve() -> None:
+    """The worker's loop: a job in on stdin, its reply out, until stdin closes."""
+    os.nice(NICENESS)
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
+    replies = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)  # whatever a parser prints goes to the log, not into a reply
+    while (frame := _read_frame(sys.stdin.buffer)) is not None:
+        job: Job = pickle.loads(frame)  # noqa: S301 - from the indexer that started this process
+        payload = pickle.dumps(_reply_to(*job))
+        replies.write(FRAME.pack(len(payload)) + payload)
+        replies.flush()
+
+
+if __name__ == "__main__":
+    # By its own name, so the errors it sends pickle as cortex_indexer.extraction_workers.*, not __main__.*.
+    from cortex_indexer.extraction_workers import serve as serve_by_name
+
+    serve_by_name()
