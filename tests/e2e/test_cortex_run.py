@@ -217,3 +217,31 @@ def test_a_number_of_copies_that_is_not_one_or_more_is_refused(tmp_path: Path) -
     done = subprocess.run([CORTEX, "run", "--aggregators", "0"], env=env, capture_output=True, text=True, check=False)
     assert done.returncode == 2
     assert "between 1 and" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("pin", "why"),
+    [
+        ({"CORTEX_PLUGIN_EMBEDDER": "openai"}, "the OpenAI-compatible embedder needs CORTEX_EMBEDDER_OPENAI_BASE_URL"),
+        (
+            {"CORTEX_PLUGIN_EMBEDDER": "bogus"},
+            "CORTEX_PLUGIN_EMBEDDER=bogus: embedder plugin 'bogus' is not installed (installed: local,",
+        ),
+    ],
+    ids=["not-configured", "not-installed"],
+)
+def test_a_pin_the_services_cannot_honour_stops_the_run_at_once_saying_why(
+    tmp_path: Path, pin: dict[str, str], why: str
+) -> None:
+    env = {**run_env(tmp_path / "data", free_port("127.0.0.1")), **pin}
+    for variable in [name for name in env if name.startswith("CORTEX_EMBEDDER_OPENAI_")]:
+        env.pop(variable)
+
+    done = subprocess.run([CORTEX, "run"], env=env, capture_output=True, text=True, timeout=START_SECONDS, check=False)
+
+    # Before: the bogus pin ran on the local model unnoticed; the unset one restarted 5 times, with tracebacks.
+    assert done.returncode == 2, done.stdout
+    assert why in done.stdout
+    assert "cannot start with this configuration (said above); stopping all" in done.stdout
+    assert "restarting" not in done.stdout
+    assert "Traceback" not in done.stdout

@@ -196,7 +196,7 @@ async def test_an_env_pin_overrides_the_org_choice(
         broken = (await listing(plugin_org, broken_gateway))["reranker"]
     assert "active" not in broken
     assert broken["reason"] == "none"
-    assert broken["detail"].startswith("CORTEX_PLUGIN_RERANKER names reranker plugin 'exploding' failed to load")
+    assert broken["detail"].startswith("CORTEX_PLUGIN_RERANKER=exploding: reranker plugin 'exploding' failed to load")
 
 
 async def test_plugins_use_validates_the_category_and_the_name(

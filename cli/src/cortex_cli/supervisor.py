@@ -4,7 +4,8 @@ Without ``database_url`` / ``nats_url`` the embedded servers start with their da
 ``data_dir``. Each service runs as ``python -m cortex_<service>`` in its own process group, its
 output printed line by line behind its name. SIGINT, SIGTERM or SIGHUP stop everything (exit
 code 0). A service or embedded server that exits on its own is restarted; one that keeps exiting
-stops everything (exit code 1; cortex_cli.restarts).
+stops everything (exit code 1; cortex_cli.restarts), and so does a service that cannot start with the
+configuration it was given (exit code 2: a restart would fail the same way).
 """
 
 import os
@@ -24,6 +25,7 @@ from typing import IO, Any, Self, TextIO
 from cortex_cli.restarts import RestartPolicy
 from cortex_embedded_servers import EmbeddedNats, EmbeddedPostgres, free_port, port_is_free
 from cortex_supervision.lifeline import LIFELINE_ENV
+from cortex_supervision.service_run import CANNOT_START
 
 DEFAULT_SERVICES = ("gateway", "indexer", "aggregator")
 NATS_HOST = "127.0.0.1"
@@ -273,8 +275,9 @@ def _supervise(
     console: _Console,
     respawn: Callable[[_Service], _Service],
 ) -> int:
-    """Restart services and embedded servers that exit on their own until a stop signal (0), or until one
-    keeps exiting (1). The services reconnect to a restarted server by themselves."""
+    """Restart services and embedded servers that exit on their own until a stop signal (0), until one
+    keeps exiting (1), or until a service cannot start with its configuration (CANNOT_START). The services
+    reconnect to a restarted server by themselves."""
     policy = RestartPolicy()
     due: dict[int, float] = {}  # index in `services` → when to restart it
     while not signals.requested.wait(0.2):
@@ -304,6 +307,9 @@ def _supervise(
                 continue
             _signal_group(service, signal.SIGKILL)  # what it may have left in its process group
             _release(service)  # its last words (a traceback) first
+            if code == CANNOT_START:  # its configuration: a restart would fail the same way
+                console.line(_SELF, f"{service.name} cannot start with this configuration (said above); stopping all")
+                return CANNOT_START
             reason = describe_exit(code)
             delay = policy.delay(service.name, now)
             if delay is None:

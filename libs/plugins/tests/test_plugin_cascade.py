@@ -32,7 +32,7 @@ def test_an_unknown_env_pin_is_an_error_not_a_silent_fallback() -> None:
     assert chosen.name is None
     assert chosen.reason is SelectionReason.NONE
     assert chosen.detail == (
-        "CORTEX_PLUGIN_VECTOR_STORE names vector_store plugin 'qdrnt' is not installed "
+        "CORTEX_PLUGIN_VECTOR_STORE=qdrnt: vector_store plugin 'qdrnt' is not installed "
         "(installed: milvus, pgvector, qdrant)"
     )
 

@@ -111,8 +111,21 @@ def test_deployment_wide_categories_ignore_an_org_choice_and_refuse_to_store_one
 
 def test_a_pin_to_a_broken_plugin_makes_the_category_unavailable_with_the_reason() -> None:
     registry = PluginRegistry(find=Finder(), pins={"vector_store": "qdrant"})
-    with pytest.raises(PluginUnavailable, match=r"CORTEX_PLUGIN_VECTOR_STORE names vector_store plugin 'qdrant'"):
+    with pytest.raises(PluginUnavailable, match=r"CORTEX_PLUGIN_VECTOR_STORE=qdrant: vector_store plugin 'qdrant'"):
         registry.active("vector_store")
+
+
+def test_pins_a_service_cannot_honour_are_its_refusals_and_a_usable_or_extractor_pin_is_none() -> None:
+    pins = {"vector_store": "qdrant", "reranker": "pg", "extractor": "anything"}
+    refusals = PluginRegistry(find=Finder(), pins=pins).pin_refusals()
+
+    assert refusals == [
+        "CORTEX_PLUGIN_RERANKER=pg: reranker plugin 'pg' is not installed (installed: instance, missing, "
+        "pgvector, qdrant)",
+        "CORTEX_PLUGIN_VECTOR_STORE=qdrant: vector_store plugin 'qdrant' failed to load: fake_qdrant:create() "
+        "failed: ValueError: CORTEX_QDRANT_URL is not a URL",
+    ]
+    assert PluginRegistry(find=Finder(), pins={"vector_store": "pgvector"}).pin_refusals() == []
 
 
 def test_check_choice_refuses_unknown_categories_and_plugins_with_what_exists() -> None:

@@ -207,14 +207,18 @@ def _variable(error: ErrorDetails) -> str:
     return f"CORTEX_EMBEDDER_OPENAI_{str(error['loc'][0]).upper()}"
 
 
-def create() -> OpenAICompatibleEmbedder:
-    """Plugin factory: the embedder configured by `CORTEX_EMBEDDER_OPENAI_*` (at least BASE_URL and MODEL)."""
+def settings_from_environment() -> OpenAIEmbedderSettings:
+    """`CORTEX_EMBEDDER_OPENAI_*`, or an error that names the variables missing or not valid."""
     try:
-        settings = OpenAIEmbedderSettings()  # filled from the environment
+        return OpenAIEmbedderSettings()  # filled from the environment
     except ValidationError as exc:
         missing = sorted({_variable(e) for e in exc.errors() if e["type"] == "missing"})
         invalid = sorted({f"{_variable(e)} ({e['msg']})" for e in exc.errors() if e["type"] != "missing"})
         if invalid:
             raise EmbedderSettingsInvalid(f"the OpenAI-compatible embedder: not valid: {', '.join(invalid)}") from exc
         raise EmbedderNotConfigured(f"the OpenAI-compatible embedder needs {', '.join(missing)}") from exc
-    return OpenAICompatibleEmbedder(settings)
+
+
+def create() -> OpenAICompatibleEmbedder:
+    """Plugin factory: the embedder configured by `CORTEX_EMBEDDER_OPENAI_*` (at least BASE_URL and MODEL)."""
+    return OpenAICompatibleEmbedder(settings_from_environment())

@@ -59,7 +59,7 @@ def select(
     if pin:
         problem = _unusable(by_name, pin)
         if problem:
-            return Selection(None, SelectionReason.NONE, (f"{pin_source} names {category} plugin {problem}",))
+            return Selection(None, SelectionReason.NONE, (f"{pin_source}={pin}: {category} plugin {problem}",))
         return Selection(pin, SelectionReason.ENV)
     notes: list[str] = []
     for name, reason, label in (

@@ -63,6 +63,17 @@ class PluginRegistry:
     def pin(self, category_name: str) -> str | None:
         return self._pins.get(category_name)
 
+    def pin_refusals(self) -> list[str]:
+        """Why pins cannot be honoured: a pin is an operator's order, so a service refuses to start on a plugin
+        that is not installed, not configured or broken, rather than run on another (extractor pins are ignored)."""
+        refusals = []
+        for category_name in sorted(self._pins):
+            if category(category_name).selectable:
+                chosen = self.selection(category_name)
+                if chosen.name is None:
+                    refusals.append(chosen.detail or f"{env_var(category_name)} names no usable plugin")
+        return refusals
+
     def selection(self, category_name: str, org_choice: str | None = None) -> Selection:
         """The cascade for this category with what is installed here (not for non-selectable categories)."""
         chosen = category(category_name)

@@ -16,7 +16,7 @@ async def main() -> int:
     configure_logging(settings.log_level)
     provider = configure_tracing("cortex-aggregator", settings.trace_exporter, settings.otlp_endpoint)
     try:
-        return await run_until_stopped(build(settings))
+        return await run_until_stopped(lambda: build(settings))
     finally:
         provider.shutdown()
 

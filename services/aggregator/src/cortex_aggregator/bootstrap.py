@@ -32,6 +32,7 @@ from cortex_contracts.subjects import (
 from cortex_contracts.vector_store import VectorStore
 from cortex_embedding import openai_compatible
 from cortex_embedding.batcher import BatchingEmbedder
+from cortex_embedding.errors import EmbedderNotConfigured, EmbedderSettingsInvalid
 from cortex_embedding.local_model import load_local_embedder
 from cortex_memory_plugins.mem0 import Mem0Memory, Mem0Settings
 from cortex_messaging import rpc
@@ -39,6 +40,7 @@ from cortex_messaging.connection import connect, disconnect
 from cortex_plugins.registry import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.org_reads import make_read_pool
+from cortex_supervision.service_run import CannotStart
 from cortex_telemetry.heap import freeze_startup_heap
 from cortex_vector_stores.binding import store_of_its_own
 
@@ -178,6 +180,8 @@ class Aggregator:
 def build(settings: AggregatorSettings | None = None) -> Aggregator:
     settings = settings or AggregatorSettings()  # filled from the environment
     registry = PluginRegistry.from_environment()
+    if refusals := registry.pin_refusals():
+        raise CannotStart("; ".join(refusals))
     choice = registry.pin("embedder") or settings.embedder  # CORTEX_PLUGIN_EMBEDDER wins
     embedder = None
     if choice == "local":
@@ -185,7 +189,11 @@ def build(settings: AggregatorSettings | None = None) -> Aggregator:
         embedder = BatchingEmbedder(model) if model else None
     elif choice == "openai":
         # The indexer's endpoint settings (CORTEX_EMBEDDER_OPENAI_*), but a search waits for one short try.
-        endpoint = openai_compatible.OpenAIEmbedderSettings().model_copy(
+        try:
+            configured = openai_compatible.settings_from_environment()
+        except (EmbedderNotConfigured, EmbedderSettingsInvalid) as exc:
+            raise CannotStart(str(exc)) from exc
+        endpoint = configured.model_copy(
             update={"timeout_seconds": settings.query_embedding_timeout_seconds, "max_retries": 0}
         )
         embedder = BatchingEmbedder(openai_compatible.OpenAICompatibleEmbedder(endpoint))

@@ -1,6 +1,7 @@
 """`python -m cortex_gateway`: serve the HTTP API with uvicorn until SIGINT/SIGTERM, or until its NATS
 client closes for good (exit code 1, for its supervisor to restart it)."""
 
+import logging
 import sys
 
 import uvicorn
@@ -9,14 +10,21 @@ from uvicorn.config import STARTUP_FAILURE
 from cortex_gateway.app import create_app
 from cortex_gateway.http_protocol import ProblemHttpProtocol
 from cortex_gateway.settings import GatewaySettings
+from cortex_plugins.registry import PluginRegistry
 from cortex_supervision.lifeline import watch_lifeline
+from cortex_supervision.service_run import CANNOT_START
 from cortex_telemetry.logs import configure_logging
 from cortex_telemetry.tracing import configure_tracing
+
+log = logging.getLogger("cortex_gateway")
 
 
 def main() -> int:
     settings = GatewaySettings()  # filled from the environment
     configure_logging(settings.log_level)
+    if refusals := PluginRegistry.from_environment().pin_refusals():  # as the indexer and aggregator refuse
+        log.error("cannot start: %s", "; ".join(refusals))
+        return CANNOT_START
     provider = configure_tracing("cortex-gateway", settings.trace_exporter, settings.otlp_endpoint)
     nats_lost = False
 

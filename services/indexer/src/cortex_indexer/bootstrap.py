@@ -9,6 +9,7 @@ from cortex_contracts.subjects import CATALOG_ALL, KB_ALL, MEMORY_REMEMBERED_ALL
 from cortex_contracts.vector_store import VectorStore
 from cortex_embedding import openai_compatible
 from cortex_embedding.batcher import BatchingEmbedder
+from cortex_embedding.errors import EmbedderNotConfigured, EmbedderSettingsInvalid
 from cortex_embedding.local_model import load_local_embedder
 from cortex_indexer import embedding_space
 from cortex_indexer.ann_admission import AnnAdmission
@@ -26,6 +27,7 @@ from cortex_messaging.consumer import ConsumerSpec, DurableConsumer
 from cortex_messaging.streams import ensure_streams
 from cortex_plugins.registry import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker, open_pool
+from cortex_supervision.service_run import CannotStart
 from cortex_vector_stores.binding import store_of_its_own
 
 log = logging.getLogger(__name__)
@@ -142,7 +144,10 @@ def build_embedder(settings: IndexerSettings, pin: str | None = None) -> Batchin
         log.warning("embedder disabled by settings: indexing lexical-only")
         return None
     if choice == "openai":
-        endpoint = openai_compatible.create()
+        try:
+            endpoint = openai_compatible.create()
+        except (EmbedderNotConfigured, EmbedderSettingsInvalid) as exc:
+            raise CannotStart(str(exc)) from exc
         log.info("embedding with %s at %s", endpoint.model, endpoint.url)
         return BatchingEmbedder(endpoint, settings.embedding_max_batch, streams=settings.embedding_streams or 1)
     streams = settings.embedding_streams or os.cpu_count() or 1
@@ -158,6 +163,8 @@ def build_embedder(settings: IndexerSettings, pin: str | None = None) -> Batchin
 def build(settings: IndexerSettings | None = None) -> Indexer:
     settings = settings or IndexerSettings()  # filled from the environment
     registry = PluginRegistry.from_environment()
+    if refusals := registry.pin_refusals():
+        raise CannotStart("; ".join(refusals))
     return Indexer(
         settings=settings,
         embedder=build_embedder(settings, registry.pin("embedder")),
