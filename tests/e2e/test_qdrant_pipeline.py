@@ -19,6 +19,7 @@ from cortex_aggregator.bootstrap import Aggregator
 from cortex_aggregator.settings import AggregatorSettings
 from cortex_cli.organizations import ensure_membership
 from cortex_contracts.rpc import FeedFilters, FeedRequest, RetrievalMode
+from cortex_embedded_servers import free_port
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_indexer.bootstrap import Indexer
 from cortex_indexer.settings import IndexerSettings
@@ -124,3 +125,37 @@ async def test_qdrant_holds_the_vectors_the_dense_leg_searches(
         assert {hit.document_id for hit in remaining} == {ids["Onboarding"], ids["Incident review"]}
         assert ids["Pricing"] not in await search(own_nats, org_id, "how much does a seat cost per month")
         await watcher.stop()
+
+
+async def test_with_the_qdrant_server_unreachable_search_answers_lexically(
+    migrated: Infrastructure, services: RunningServices, nats_client: NATS, own_nats: NATS
+) -> None:
+    org_id = await ensure_membership(
+        migrated.database_url, f"qd-{uuid.uuid4().hex[:10]}", "alice", MemberRole.ADMIN, create=True
+    )
+    pricing = uuid.uuid4()
+    watcher = await IndexedWatcher().start(nats_client, org_id)  # indexed by the session's pipeline
+    event = upsert_event(org_id, pricing, title="Pricing", body=DOCUMENTS["Pricing"][1], version=1)
+    await publish_upsert(nats_client.jetstream(), event)
+    await watcher.wait_for(pricing, 1)
+    await watcher.stop()
+    assert services.aggregator.embedder and own_nats.connected_url is not None
+    nowhere = QdrantVectorStore(QdrantSettings(url=f"http://127.0.0.1:{free_port('127.0.0.1')}", timeout_seconds=1))
+    aggregator = Aggregator(
+        settings=AggregatorSettings(
+            database_url=migrated.app_database_url, nats_url=own_nats.connected_url.geturl(), secret=SECRET
+        ),
+        embedder=BatchingEmbedder(services.aggregator.embedder.embedder),
+        vectors=nowhere,
+    )
+    task = asyncio.create_task(aggregator.run())
+    try:
+        async with asyncio.timeout(60):
+            await aggregator.ready.wait()
+        for mode in (RetrievalMode.HYBRID, RetrievalMode.SEMANTIC):
+            request = FeedRequest(organization_id=org_id, q="enterprise plan seat", mode=mode)
+            page = await ask_feed(own_nats, request)  # before: an error reply, the gateway's 502
+            assert [item.id for item in page.items] == [pricing], mode
+    finally:
+        aggregator.stop.set()
+        await task

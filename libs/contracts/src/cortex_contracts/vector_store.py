@@ -30,6 +30,11 @@ class VectorHit:
     """Cosine similarity: higher is nearer."""
 
 
+class VectorStoreUnavailable(Exception):
+    """The store could not be reached or did not answer (a server down, a timeout): a search goes on without
+    its dense leg, as it does when the embedder is down."""
+
+
 @runtime_checkable
 class VectorStore(Protocol):
     name: str

@@ -14,9 +14,9 @@ import uuid
 from collections.abc import Sequence
 
 from qdrant_client import AsyncQdrantClient, models
-from qdrant_client.http.exceptions import UnexpectedResponse
+from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
-from cortex_contracts.vector_store import VectorChunk, VectorHit
+from cortex_contracts.vector_store import VectorChunk, VectorHit, VectorStoreUnavailable
 from cortex_vector_stores import qdrant_points as points
 from cortex_vector_stores.settings import QdrantSettings
 
@@ -178,13 +178,16 @@ class QdrantVectorStore:
         """
         if k < 1 or work_ids == frozenset() or document_ids == frozenset():
             return []
-        client = await self._open()
-        where = points.search_filter(organization_id, work_ids, document_ids)
-        found = await self._query(client, vector, k, where, exact=False)
-        if len(found) < k and not self.local:  # local mode is always exact
-            available = (await client.count(self.collection, count_filter=where, exact=True)).count
-            if available > len(found):
-                found = await self._query(client, vector, k, where, exact=True)
+        try:
+            client = await self._open()
+            where = points.search_filter(organization_id, work_ids, document_ids)
+            found = await self._query(client, vector, k, where, exact=False)
+            if len(found) < k and not self.local:  # local mode is always exact
+                available = (await client.count(self.collection, count_filter=where, exact=True)).count
+                if available > len(found):
+                    found = await self._query(client, vector, k, where, exact=True)
+        except ApiException as exc:  # not reached, timed out, or a server error
+            raise VectorStoreUnavailable(f"qdrant ({self.settings.url or 'local mode'}): {exc}") from exc
         return found
 
     async def _query(

@@ -24,6 +24,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator.expiring_lru import ExpiringLru
+from cortex_contracts.vector_store import VectorStoreUnavailable
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.embedder import model_name
 from cortex_embedding.errors import EmbeddingError
@@ -118,6 +119,9 @@ class QueryEmbedding:
                 return await handle(dense, request)
             except EmbeddingError as exc:
                 log.warning("query embedding failed, answering lexical-only: %s", exc)
+                return await handle(lexical, request)
+            except VectorStoreUnavailable as exc:
+                log.warning("the vector store failed, answering lexical-only: %s", exc)
                 return await handle(lexical, request)
 
         return guarded
