@@ -9,12 +9,12 @@ import re
 from html.parser import HTMLParser
 
 from cortex_extractors.extracted import Extracted
+from cortex_extractors.html_invisible import VOID, InvisibleElement
 from cortex_extractors.limits import BoundedText, short_title
 from cortex_extractors.media_types import HTML
 from cortex_extractors.plain_text import decode_text
 
 INVISIBLE = frozenset({"script", "style", "template", "noscript", "iframe", "object"})
-VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"})
 HEADINGS = {f"h{level}": level for level in range(1, 7)}
 BLOCKS = frozenset(
     {
@@ -41,18 +41,18 @@ class _VisibleText(HTMLParser):
         self.title: list[str] = []
         self.first_heading: str | None = None
         self._in_title = False
-        self._skipping: str | None = None  # tag whose subtree is invisible
-        self._skip_depth = 0
+        self._skipping: InvisibleElement | None = None
         self._inline: list[str] = []
         self._heading = 0
         self._pre = 0
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if self._skipping:
-            self._skip_depth += tag == self._skipping
-            return
+            if not self._skipping.start(tag):
+                return
+            self._skipping = None  # the tag ended the invisible element, and is itself outside it
         if tag not in VOID and (tag in INVISIBLE or _hidden(attrs)):
-            self._skipping, self._skip_depth = tag, 1
+            self._skipping = InvisibleElement(tag)
             return
         if tag == "title":
             self._in_title = True
@@ -72,11 +72,12 @@ class _VisibleText(HTMLParser):
 
     def handle_endtag(self, tag: str) -> None:
         if self._skipping:
-            if tag == self._skipping:
-                self._skip_depth -= 1
-                if self._skip_depth == 0:
-                    self._skipping = None
-            return
+            if not self._skipping.end(tag):
+                return
+            own_end, self._skipping = tag == self._skipping.tag, None
+            if own_end:
+                return
+            # else its container's end tag ended it, and ends that container too: handled below
         if tag == "title":
             self._in_title = False
         elif tag in HEADINGS or tag in BLOCKS:

@@ -12,7 +12,7 @@ MAX_SHEETS = 100
 MAX_ROWS_PER_SHEET = 100_000
 MAX_ARCHIVE_MEMBERS = 10_000
 MAX_UNPACKED_BYTES = 256 * 1024 * 1024
-MAX_PARSED_PART_BYTES = 64 * 1024 * 1024  # an XML part a parser holds as a whole tree (DOCX, PPTX)
+MAX_PARSED_PART_BYTES = 64 * 1024 * 1024  # an XML part a reader parses (DOCX/PPTX hold trees, XLSX shared strings)
 MAX_TITLE_CHARS = 300
 
 

@@ -10,11 +10,20 @@ from typing import Any
 
 from openpyxl import load_workbook
 
-from cortex_extractors.errors import TooLarge
+from cortex_extractors.errors import CorruptFile, TooLarge
 from cortex_extractors.extracted import Extracted
-from cortex_extractors.limits import MAX_ROWS_PER_SHEET, MAX_SHEETS, BoundedText, check_count, short_title
+from cortex_extractors.limits import (
+    MAX_PARSED_PART_BYTES,
+    MAX_ROWS_PER_SHEET,
+    MAX_SHEETS,
+    BoundedText,
+    check_count,
+    short_title,
+)
 from cortex_extractors.media_types import XLSX
 from cortex_extractors.office_package import check_package
+
+LAST_ROW = 1_048_576  # a sheet's last row: Excel opens no file with rows past it
 
 
 def cell_text(value: Any) -> str:
@@ -28,8 +37,15 @@ def cell_text(value: Any) -> str:
 
 
 def row_lines(rows: Iterator[tuple[Any, ...]], sheet: str) -> Iterator[str]:
+    """Rows come one per row number, the missing ones (gaps in a sparse sheet) empty: only rows with cells count."""
+    with_cells = 0
     for number, row in enumerate(rows, 1):
-        if number > MAX_ROWS_PER_SHEET:
+        if number > LAST_ROW:  # else a row numbered in the billions would take as many empty rows to reach
+            raise CorruptFile(f"not a valid XLSX file: sheet {sheet!r} has rows past row {LAST_ROW:,}")
+        if not row:
+            continue
+        with_cells += 1
+        if with_cells > MAX_ROWS_PER_SHEET:
             raise TooLarge(f"sheet {sheet!r} has more than {MAX_ROWS_PER_SHEET:,} rows")
         cells = [cell_text(value) for value in row]
         while cells and not cells[-1]:
@@ -42,7 +58,7 @@ class SpreadsheetExtractor:
     media_types = frozenset({XLSX})
 
     def extract(self, data: bytes, filename: str | None) -> Extracted:
-        check_package(data, "XLSX")
+        check_package(data, "XLSX", max_part_bytes=MAX_PARSED_PART_BYTES)  # shared strings are held whole
         workbook = load_workbook(io.BytesIO(data), read_only=True, data_only=True)
         try:
             check_count("sheets", len(workbook.sheetnames), MAX_SHEETS)

@@ -1,0 +1,39 @@
+"""A hidden HTML element hides its own content only, also when its end tag is left out (as p, li, td… allow)."""
+
+import pytest
+
+from cortex_extractors import extract, media_types
+
+HIDDEN_P = b"""<html><head><title>Hidden P Test</title></head><body>
+<p hidden>hiddenparagraph<p>visibleafterhiddenp gecko</p><ul><li>listitem iguana</li></ul></body></html>"""
+HIDDEN_LI = b"""<html><body><h1>Menu</h1><ul><li hidden>hiddenitem<li>visibleitem toucan<li>another</ul>
+<p>closingparagraph toucan</p></body></html>"""
+
+
+@pytest.mark.parametrize(
+    ("page", "text"),
+    [
+        pytest.param(HIDDEN_P, "visibleafterhiddenp gecko\n\n- listitem iguana", id="p-ended-by-the-next-p"),
+        pytest.param(
+            HIDDEN_LI, "# Menu\n\n- visibleitem toucan\n\n- another\n\nclosingparagraph toucan", id="li-ended-by-an-li"
+        ),
+        pytest.param(b"<ul><li hidden>secret<li>shown</li></ul>", "- shown", id="li-then-a-closed-li"),
+        pytest.param(b"<ul><li>first<li hidden>secret</ul>tail<p>after", "- first\n\ntail\n\nafter", id="li-by-its-ul"),
+        pytest.param(b"<div><p hidden>secret</div>after", "after", id="p-ended-by-its-container"),
+        pytest.param(
+            b"<div hidden><p>one<p>two<div><p>deeper</div>three</div><p>after", "after", id="div-with-open-ps-inside"
+        ),
+        pytest.param(
+            b"<ul><li hidden>a<ul><li>b<li>c</ul>still hidden<li>shown</ul>", "- shown", id="li-around-a-nested-list"
+        ),
+        pytest.param(b"<ul><li hidden><p>a<div>b</div></p>still hidden</ul><p>after", "after", id="stray-p-end-inside"),
+        pytest.param(
+            b"<table><tr><td>a<td hidden>secret<td>b<tr hidden><td>row secret<tr><td>c</table>",
+            "a | b\n\nc",
+            id="table-cells-and-rows",
+        ),
+        pytest.param(b"<dl><dt>term<dd hidden>secret<dt>next</dl>", "term\n\nnext", id="dd-ended-by-dt"),
+    ],
+)
+def test_a_hidden_element_hides_only_its_own_content(page: bytes, text: str) -> None:
+    assert extract(media_types.HTML, page).text == text

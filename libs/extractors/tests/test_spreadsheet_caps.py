@@ -1,0 +1,68 @@
+"""XLSX caps: each XML part the reader parses is capped, and the row cap counts rows that hold cells."""
+
+import io
+import zipfile
+
+import pytest
+
+from cortex_extractors import CorruptFile, TooLarge, extract, media_types, samples, spreadsheet
+
+MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+SHARED_STRINGS_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"
+SHEET_USING_SHARED_STRINGS = f'<worksheet xmlns="{MAIN}"><sheetData><row r="1"><c r="A1" t="s"><v>0</v></c></row>'
+
+
+def _xlsx_with(parts: dict[str, bytes], content_types: str = "") -> bytes:
+    """A one-sheet XLSX from openpyxl with `parts` added or replaced, `content_types` added to its manifest."""
+    with zipfile.ZipFile(io.BytesIO(samples.xlsx_file({"S": [["a"]]}))) as package:
+        merged = {name: package.read(name) for name in package.namelist()}
+    merged.update(parts)
+    merged["[Content_Types].xml"] = merged["[Content_Types].xml"].replace(
+        b"</Types>", f"{content_types}</Types>".encode()
+    )
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        for name, data in merged.items():
+            package.writestr(name, data)
+    return out.getvalue()
+
+
+def _shared_strings(count: int) -> bytes:
+    strings = b"".join(b"<si><t>s%d</t></si>" % n for n in range(count))
+    return f'<sst xmlns="{MAIN}">'.encode() + strings + b"</sst>"
+
+
+@pytest.mark.parametrize("name", ["xl/sharedStrings.xml", "xl/strings.bin"])  # readers find it by content type
+def test_shared_strings_over_the_part_cap_are_refused(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    manifest = f'<Override PartName="/{name}" ContentType="{SHARED_STRINGS_TYPE}"/>'
+    sheet = (SHEET_USING_SHARED_STRINGS + "</sheetData></worksheet>").encode()
+    data = _xlsx_with({name: _shared_strings(70_000), "xl/worksheets/sheet1.xml": sheet}, manifest)
+    assert extract(media_types.XLSX, data).text == "# S\n\ns0"
+    monkeypatch.setattr(spreadsheet, "MAX_PARSED_PART_BYTES", 1024 * 1024)
+    with pytest.raises(TooLarge, match="the XLSX file has a part larger than 1 MiB"):
+        extract(media_types.XLSX, data)
+
+
+def test_a_worksheet_over_the_part_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spreadsheet, "MAX_PARSED_PART_BYTES", 1024 * 1024)
+    rows = "".join(f'<row r="{n}"><c r="A{n}"><v>{n}</v></c></row>' for n in range(1, 40_000))
+    sheet = f'<worksheet xmlns="{MAIN}"><sheetData>{rows}</sheetData></worksheet>'.encode()
+    with pytest.raises(TooLarge, match="a part larger than 1 MiB"):
+        extract(media_types.XLSX, _xlsx_with({"xl/worksheets/sheet1.xml": sheet}))
+
+
+def test_a_large_part_that_is_not_xml_is_left_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(spreadsheet, "MAX_PARSED_PART_BYTES", 1024 * 1024)
+    image = b"\x89PNG\r\n\x1a\n" + bytes(2 * 1024 * 1024)  # no reader parses it: only its size would count
+    assert extract(media_types.XLSX, _xlsx_with({"xl/media/image1.png": image})).text == "# S\n\na"
+
+
+def test_a_sparse_sheet_counts_only_the_rows_that_hold_cells() -> None:
+    data = samples.xlsx_file({"Sparse": [["top"], *[[]] * 149_998, ["bottom"]]})  # A1 and A150000
+    assert extract(media_types.XLSX, data).text == "# Sparse\n\ntop\nbottom"
+
+
+def test_a_row_past_the_last_row_of_a_sheet_is_corrupt() -> None:
+    sheet = f'<worksheet xmlns="{MAIN}"><sheetData><row r="2000000000"><c><v>1</v></c></row></sheetData></worksheet>'
+    with pytest.raises(CorruptFile, match="sheet 'S' has rows past row 1,048,576"):
+        extract(media_types.XLSX, _xlsx_with({"xl/worksheets/sheet1.xml": sheet.encode()}))
