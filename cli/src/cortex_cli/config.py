@@ -55,7 +55,7 @@ class NotRunning(RuntimeError):
 def database_url() -> str:
     url = os.environ.get("DATABASE_URL") or read_runtime(data_dir()).get("DATABASE_URL")
     if not url:
-        raise NotRunning("set DATABASE_URL (the owner's URL), or start `make run`.")
+        raise NotRunning("set DATABASE_URL (the owner's URL), or start `cortex run` (or `make run`).")
     return url
 
 
@@ -65,7 +65,7 @@ def endpoints() -> Endpoints:
     nats_url = os.environ.get("NATS_URL") or runtime.get("NATS_URL")
     if not database_url or not nats_url:
         raise NotRunning(
-            f"Cortex does not seem to be running: set DATABASE_URL and NATS_URL, or start `make run` "
+            f"Cortex does not seem to be running: set DATABASE_URL and NATS_URL, or start `cortex run` (or `make run`) "
             f"(it writes {data_dir() / RUNTIME_FILE})."
         )
     return Endpoints(database_url, nats_url)

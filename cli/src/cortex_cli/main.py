@@ -11,7 +11,7 @@ from pathlib import Path
 from cortex_cli import config, dead_letters
 from cortex_cli.api_keys import create_key, list_keys, revoke_key
 from cortex_cli.ingest import IngestOptions, ingest_files
-from cortex_cli.organizations import InvalidSlug, UnknownOrganization, ensure_membership, organization_id
+from cortex_cli.organizations import InvalidSlug, UnknownOrganization, current_role, ensure_membership, organization_id
 from cortex_cli.plugins import choose_plugin, list_plugins, render
 from cortex_cli.run_lock import AlreadyRunning, holding_run_lock
 from cortex_cli.unreachable import Unreachable, database_refusal
@@ -92,12 +92,22 @@ def _migrate(args: argparse.Namespace) -> int:
 def _token(args: argparse.Namespace) -> int:
     from cortex_gateway.tokens import issue_token
 
-    role = MemberRole(args.role)
+    asked = MemberRole(args.role) if args.role else None
     if args.org_id is not None and not args.create:
         print("error: --org-id names the id of an organization to create: give --create too", file=sys.stderr)
         return 2
     database_url = config.endpoints().database_url
+    current = asyncio.run(current_role(database_url, args.org, args.user))
+    if asked is not None and current is not None and asked is not current and not args.create:
+        print(
+            f"error: {args.user} is {current.value} in {args.org}; give --create to make them {asked.value}",
+            file=sys.stderr,
+        )
+        return 2
+    role = asked or current or MemberRole.MEMBER  # an existing member keeps their role unless --role says
     asyncio.run(ensure_membership(database_url, args.org, args.user, role, create=args.create, wanted_id=args.org_id))
+    if current is not None and role is not current:
+        print(f"{args.user} was {current.value} in {args.org}, now {role.value}", file=sys.stderr)
     print(issue_token(args.user, config.ensure_secret(config.data_dir())))
     return 0
 
@@ -107,7 +117,7 @@ def _ingest(args: argparse.Namespace) -> int:
     paths = [Path(p) for p in args.files]
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
-        print(f"not a file: {', '.join(missing)}", file=sys.stderr)
+        print(f"error: not a file (directories are not read): {', '.join(missing)}", file=sys.stderr)
         return 2
     org = asyncio.run(organization_id(where.database_url, args.org))
     options = IngestOptions(organization_id=org, work_id=args.work, doc_class=args.doc_class, tags=tuple(args.tag))
@@ -181,7 +191,7 @@ def _plugins(args: argparse.Namespace) -> int:
 
 def parser() -> argparse.ArgumentParser:
     root = argparse.ArgumentParser(prog="cortex", description="Cortex: organization-wide memory.")
-    commands = root.add_subparsers(dest="command", required=True)
+    commands = root.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     run = commands.add_parser(
         "run", help="start embedded PostgreSQL + NATS (unless DATABASE_URL/NATS_URL) and every service"
@@ -198,7 +208,12 @@ def parser() -> argparse.ArgumentParser:
     token = commands.add_parser("token", help="print a bearer token for a member of an organization")
     token.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
     token.add_argument("--user", required=True, type=_text(NAME_CHARS), help="user id")
-    token.add_argument("--role", choices=[r.value for r in MemberRole], default=MemberRole.MEMBER.value)
+    token.add_argument(
+        "--role",
+        choices=[r.value for r in MemberRole],
+        default=None,
+        help="with --create: the member's role (default: member, or the role they have); without: must match it",
+    )
     token.add_argument("--create", action="store_true", help="create the organization and membership if missing")
     token.add_argument(
         "--org-id",
@@ -216,7 +231,7 @@ def parser() -> argparse.ArgumentParser:
     ingest.add_argument("--tag", action="append", type=_text(TAG_CHARS), default=[], help="tag (repeatable)")
 
     work = commands.add_parser("work", help="Works (published as catalog events)").add_subparsers(
-        dest="work_command", required=True
+        dest="work_command", required=True, metavar="COMMAND"
     )
     work_create = work.add_parser("create", help="create a Work; prints its id")
     work_create.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
@@ -225,7 +240,7 @@ def parser() -> argparse.ArgumentParser:
     work_create.add_argument("--team", type=_text(NAME_CHARS), help="owning Team name (created if needed)")
 
     apikey = commands.add_parser("apikey", help="API keys of service accounts and agents").add_subparsers(
-        dest="apikey_command", required=True
+        dest="apikey_command", required=True, metavar="COMMAND"
     )
     create = apikey.add_parser("create", help="create a key; prints it once (last line)")
     create.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
@@ -239,7 +254,7 @@ def parser() -> argparse.ArgumentParser:
 
     dlq = commands.add_parser(
         "dlq", help="an organization's dead letters: list them, or send them again"
-    ).add_subparsers(dest="dlq_command", required=True)
+    ).add_subparsers(dest="dlq_command", required=True, metavar="COMMAND")
     dlq_list = dlq.add_parser("list", help="number, time, subject, reason and error of each, oldest first")
     dlq_list.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
     replay = dlq.add_parser(
@@ -250,7 +265,7 @@ def parser() -> argparse.ArgumentParser:
     replay.add_argument("--all", action="store_true", help="every letter of the organization")
 
     plugins = commands.add_parser("plugins", help="plugins by category, and an organization's choices").add_subparsers(
-        dest="plugins_command", required=True
+        dest="plugins_command", required=True, metavar="COMMAND"
     )
     plugins_list = plugins.add_parser("list", help="categories, plugins, health and the active choice")
     plugins_list.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")

@@ -80,6 +80,25 @@ async def ensure_membership(
         await engine.dispose()
 
 
+async def current_role(database_url: str, slug: str, user_id: str) -> MemberRole | None:
+    """The user's role in the organization; None when either does not exist (yet)."""
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        async with make_sessionmaker(engine)() as session, session.begin():
+            org_id = await session.scalar(select(Organization.id).where(Organization.slug == slug))
+            if org_id is None:
+                return None
+            await bind_organization(session, org_id)
+            role: MemberRole | None = await session.scalar(
+                select(OrgMember.role).where(
+                    OrgMember.organization_id == org_id, OrgMember.user_id == user_id, OrgMember.deleted_at.is_(None)
+                )
+            )
+            return role
+    finally:
+        await engine.dispose()
+
+
 async def organization_id(database_url: str, slug: str) -> uuid.UUID:
     engine = make_engine(database_url, pool_size=1)
     try:

@@ -43,9 +43,10 @@ def test_an_encrypted_office_file_is_reported_as_encrypted() -> None:
             extract(kind, data)
 
 
-def test_a_legacy_binary_office_file_is_unsupported() -> None:
-    with pytest.raises(UnsupportedMediaType, match="legacy binary Office file"):
-        extract(media_types.DOCX, media_types.OLE_MAGIC + b"\x00" * 1024)
+@pytest.mark.parametrize("media_type", [media_types.DOCX, "application/msword", "application/vnd.ms-excel"])
+def test_a_legacy_binary_office_file_is_unsupported_saying_what_to_save_it_as(media_type: str) -> None:
+    with pytest.raises(UnsupportedMediaType, match=r"legacy binary Office file.* save it as"):
+        extract(media_type, media_types.OLE_MAGIC + b"\x00" * 1024)
 
 
 def _truncated(data: bytes) -> bytes:

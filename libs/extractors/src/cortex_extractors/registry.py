@@ -11,7 +11,7 @@ from cortex_extractors import html_page, markdown, pdf, plain_text, presentation
 from cortex_extractors.errors import CorruptFile, ExtractionError, TooLarge, UnsupportedMediaType
 from cortex_extractors.extracted import Extracted, Extractor
 from cortex_extractors.limits import MAX_INPUT_BYTES
-from cortex_extractors.media_types import label, normalize
+from cortex_extractors.media_types import OLE_MAGIC, label, normalize
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,8 @@ def extract(media_type: str, data: bytes, filename: str | None = None) -> Extrac
     """The text of a file. Raises an `ExtractionError` subclass, with a reason, for anything it cannot read."""
     kind = normalize(media_type)
     extractor = extractors().get(kind)
+    if extractor is None and data.startswith(OLE_MAGIC):  # .doc, .xls, .ppt: say what would be read
+        raise UnsupportedMediaType("a legacy binary Office file: save it as DOCX, XLSX or PPTX and upload again")
     if extractor is None:
         raise UnsupportedMediaType(f"no extractor for media type {kind!r}")
     if len(data) > MAX_INPUT_BYTES:
