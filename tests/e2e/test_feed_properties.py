@@ -39,6 +39,7 @@ from nats.js import JetStreamContext
 
 from cortex_contracts.catalog import CatalogEntity
 from cortex_contracts.doc_classes import DOC_CLASSES
+from cortex_contracts.memory_item import ItemStatus
 from tests.catalog_events import publish_catalog
 from tests.conftest import Org
 from tests.events import IndexedWatcher, publish_upsert, upsert_event
@@ -259,6 +260,8 @@ async def world(
 def _unknown(facet: str) -> st.SearchStrategy[str]:
     if facet in {"work", "mission", "team"}:
         return st.uuids().map(str)
+    if facet == "status":  # a closed set (an unknown status is a 422): one no document has
+        return st.just(ItemStatus.FAILED.value)
     return st.text(alphabet="abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=12)
 
 

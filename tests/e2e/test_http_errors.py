@@ -78,12 +78,14 @@ async def test_a_non_member_gets_404_like_an_unknown_organization(
     assert assert_problem(not_member, 404) == assert_problem(no_such_org, 404)  # nothing tells them apart
 
 
-@pytest.mark.parametrize("params", [{"limit": -3}, {"limit": 0}, {"limit": 100000}, {"limit": "ten"}])
-async def test_an_invalid_limit_is_422(org: Org, params: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    "params", [{"limit": -3}, {"limit": 0}, {"limit": 100000}, {"limit": "ten"}, {"status": "bogus"}]
+)
+async def test_an_invalid_limit_or_status_is_422(org: Org, params: dict[str, Any]) -> None:
     response = await org.member.get("/api/memory", params=params)
 
     body = assert_problem(response, 422)
-    assert any(error["loc"] == ["query", "limit"] for error in body["errors"])
+    assert any(error["loc"][:2] == ["query", *params] for error in body["errors"])
 
 
 async def test_a_single_valued_parameter_given_twice_is_422_but_a_repeated_filter_is_not(org: Org) -> None:

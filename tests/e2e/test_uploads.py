@@ -231,6 +231,9 @@ async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_a
 
     good_id = upload_document(org, good["after.pdf"])
     await detail_when(org.member, good_id, status="published")
+    listed = (await org.member.get("/api/memory", params={"status": "failed"})).json()["items"]
+    assert {item["id"] for item in listed} == {str(upload_document(org, paths[name])) for name in reasons}
+    assert {(item["kind"], item["status"]) for item in listed} == {("upload", "failed")}  # before: "document", none
     assert await lexical_ids(org.member, after) == [str(good_id)]
     assert (await search_ids(org.member, after))[0] == str(good_id)
     assert await lexical_ids(org.member, hidden) == []

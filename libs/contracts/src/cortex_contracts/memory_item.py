@@ -17,6 +17,16 @@ class ItemKind(StrEnum):
     CONCEPT = "concept"
 
 
+class ItemStatus(StrEnum):
+    """A document's lifecycle status as stored: an upstream KB's three, and `failed` for a file that could not
+    be read."""
+
+    DRAFT = "draft"
+    PUBLISHED = "published"
+    ARCHIVED = "archived"
+    FAILED = "failed"
+
+
 class MemoryItem(WireModel):
     id: UUID = Field(description="Item id (document, entry or concept id).")
     kind: ItemKind = Field(description="What sort of knowledge the item is.")
@@ -33,6 +43,11 @@ class MemoryItem(WireModel):
     agent_id: str | None = Field(default=None, description="Agent that produced the item.")
     agent_run_id: str | None = Field(default=None, description="Agent run that produced the item.")
     memory_session_id: str | None = Field(default=None, description="Memory session of the item.")
+    status: ItemStatus | None = Field(
+        default=None,
+        description="A document's lifecycle status: draft, published, archived, or failed (a file that could "
+        "not be read; its detail gives the reason).",
+    )
     score: float | None = Field(default=None, description="Relevance score when searching (higher is better).")
     updated_at: datetime = Field(description="When the item last changed.")
     last_indexed_at: datetime | None = Field(default=None, description="When Cortex last indexed it.")

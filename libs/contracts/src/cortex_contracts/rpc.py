@@ -9,7 +9,7 @@ from pydantic import Field, StringConstraints
 
 from cortex_contracts.base import NO_NUL, WireModel
 from cortex_contracts.memory import AgentMemories, EntryFound, Recalled
-from cortex_contracts.memory_item import MemoryItem
+from cortex_contracts.memory_item import ItemStatus, MemoryItem
 
 MAX_FEED_LIMIT = 100
 MAX_FILTER_VALUES = 50
@@ -39,7 +39,7 @@ class FeedFilters(WireModel):
     mission: list[UUID] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Mission ids.")
     team: list[UUID] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Team ids.")
     source: list[FilterText] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Sources.")
-    status: list[FilterText] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Statuses.")
+    status: list[ItemStatus] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Statuses.")
     tag: list[FilterText] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Tags.")
 
 

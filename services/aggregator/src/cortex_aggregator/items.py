@@ -4,11 +4,13 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cortex_contracts.memory_item import ItemKind, MemoryItem
+from cortex_contracts.memory_item import ItemKind, ItemStatus, MemoryItem
 from cortex_store import records
 
 SNIPPET_CHARS = 280
 NOTE_SOURCE = "note"
+STATUS_BY_VALUE = {status.value: status for status in ItemStatus}
+KIND_BY_SOURCE = {NOTE_SOURCE: ItemKind.NOTE, "upload": ItemKind.UPLOAD}  # the indexer's `upload` source
 
 ITEM_SELECT = """
 SELECT d.id, d.title, d.doc_class, d.source, d.status, d.work_id, w.title AS work_title, w.mission_id,
@@ -63,7 +65,7 @@ def to_item(row: Any, snippet: str, score: float | None = None) -> MemoryItem:
     ~1 ms of a search), and the reply is still serialized by the model."""
     return MemoryItem.model_construct(
         id=row.id,
-        kind=ItemKind.NOTE if row.source == NOTE_SOURCE else ItemKind.DOCUMENT,
+        kind=KIND_BY_SOURCE.get(row.source, ItemKind.DOCUMENT),
         title=row.title,
         snippet=snippet,
         doc_class=row.doc_class,
@@ -76,6 +78,7 @@ def to_item(row: Any, snippet: str, score: float | None = None) -> MemoryItem:
         team_name=row.team_name,
         agent_id=row.agent_id,
         agent_run_id=row.agent_run_id,
+        status=STATUS_BY_VALUE.get(row.status),  # the enum itself: model_construct does not convert
         score=score,
         updated_at=row.updated_at,
         last_indexed_at=row.last_indexed_at,

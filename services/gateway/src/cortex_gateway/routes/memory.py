@@ -11,6 +11,7 @@ from fastapi.responses import Response
 
 from cortex_contracts import subjects
 from cortex_contracts.base import NO_NUL
+from cortex_contracts.memory_item import ItemStatus
 from cortex_contracts.rpc import (
     MAX_FEED_LIMIT,
     MAX_FILTER_VALUES,
@@ -45,7 +46,7 @@ async def feed_filters(
     mission: Annotated[list[uuid.UUID], Query(max_length=MAX_FILTER_VALUES, description="Mission id")] = [],  # noqa: B006
     team: Annotated[list[uuid.UUID], Query(max_length=MAX_FILTER_VALUES, description="Team id")] = [],  # noqa: B006
     source: Annotated[list[FilterText], Query(max_length=MAX_FILTER_VALUES, description="Source")] = [],  # noqa: B006
-    status: Annotated[list[FilterText], Query(max_length=MAX_FILTER_VALUES, description="Status")] = [],  # noqa: B006
+    status: Annotated[list[ItemStatus], Query(max_length=MAX_FILTER_VALUES, description="Status")] = [],  # noqa: B006
     tag: Annotated[list[FilterText], Query(max_length=MAX_FILTER_VALUES, description="Tag")] = [],  # noqa: B006
 ) -> FeedFilters:
     """OR within one facet, AND across facets."""
