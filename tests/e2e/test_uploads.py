@@ -210,6 +210,7 @@ async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_a
             "locked.pdf": samples.pdf_file([f"Secret {hidden}"], password="hunter2"),
             "broken.docx": docx[: len(docx) // 2],
             "photo.png": b"\x89PNG\r\n\x1a\n" + bytes(64),
+            "scan.pdf": samples.pdf_file([""]),  # pages without text, as a scanned document's
         },
     )
     good = await ingest(migrated, org, tmp_path, {"after.pdf": samples.pdf_file([f"Indexed {after} anyway."])})
@@ -218,6 +219,7 @@ async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_a
         "locked.pdf": "encrypted: the PDF needs a password to open",
         "broken.docx": "corrupt: not a valid DOCX file: damaged ZIP package",
         "photo.png": "unsupported: no extractor for media type 'image/png'",
+        "scan.pdf": "empty: the file holds no text (a scanned PDF or an image needs OCR first)",  # before: published
     }
     failed = {}
     for name, reason in reasons.items():

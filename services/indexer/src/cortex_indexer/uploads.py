@@ -24,6 +24,7 @@ from cortex_messaging.delivery import PoisonMessage
 SOURCE = "upload"
 UPLOAD_DOCUMENTS = uuid.UUID("9d3c1f52-7a4e-4b8e-a1d6-3f0e2c5b7a90")
 MAX_TITLE_CHARS = 300
+NO_TEXT = "empty: the file holds no text (a scanned PDF or an image needs OCR first)"
 
 
 def document_id_for(upload_id: uuid.UUID) -> uuid.UUID:
@@ -66,6 +67,8 @@ async def _text(js: JetStreamContext, workers: ExtractionWorkers, upload: Upload
         return _Text(None, "", f"missing: {exc}")
     except ExtractionError as exc:
         return _Text(None, "", exc.summary)
+    if not extracted.text.strip():  # nothing to find it by: say so, rather than list a blank document
+        return _Text(extracted.title, "", NO_TEXT)
     return _Text(extracted.title, extracted.text, None)
 
 
