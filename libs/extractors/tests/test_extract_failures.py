@@ -65,7 +65,7 @@ def _truncated(data: bytes) -> bytes:
         (media_types.PPTX, _truncated(samples.pptx_file([("t", "b")]))),
         (media_types.PLAIN_TEXT, b"\x89PNG\r\n\x1a\n\xff\xfe\x00 binary junk"),
         (media_types.MARKDOWN, b"valid start then NUL \x00\x00\x00"),
-        (media_types.HTML, b"<p>\xff\xfe\xfa</p>"),
+        (media_types.HTML, b"<p>\xff\x01\x02</p>"),  # not UTF-8, and control bytes: not windows-1252 text either
     ],
 )
 def test_corrupt_bytes_are_a_corrupt_file(media_type: str, data: bytes) -> None:
@@ -130,3 +130,17 @@ def test_every_failure_is_an_extraction_error() -> None:
 def test_markdown_over_the_output_cap_is_refused() -> None:
     with pytest.raises(TooLarge, match="the text is over"):
         extract(media_types.MARKDOWN, b"x" * (MAX_TEXT_CHARS + 1))
+
+
+@pytest.mark.parametrize(
+    ("media_type", "data", "text"),
+    [
+        (media_types.PLAIN_TEXT, "Café crème brûlée — 10 €".encode("cp1252"), "Café crème brûlée — 10 €"),
+        (media_types.HTML, "<p>Grüße aus Köln</p>".encode("latin-1"), "Grüße aus Köln"),
+        (media_types.PLAIN_TEXT, b"unassigned \x81 stays", "unassigned \x81 stays"),
+    ],
+)
+def test_text_that_is_not_utf8_and_says_no_charset_is_read_as_windows_1252(
+    media_type: str, data: bytes, text: str
+) -> None:
+    assert extract(media_type, data, "legacy.txt").text == text  # before: refused as "not UTF-8 text"

@@ -112,14 +112,14 @@ class _VisibleText(HTMLParser):
             self.out.add(text)
 
 
-def _declared_encoding(data: bytes) -> str:
+def _declared_encoding(data: bytes) -> str | None:
     found = META_CHARSET.search(data[:SNIFF_BYTES])
     if found:
         try:
             return codecs.lookup(found.group(1).decode("ascii")).name
         except LookupError:
             pass
-    return "utf-8"
+    return None
 
 
 class HtmlExtractor:

@@ -1,12 +1,16 @@
-"""Plain text: decoded as UTF-8 (or UTF-16 with a byte-order mark); binary data is refused, not garbled."""
+"""Plain text: decoded as UTF-8 (or UTF-16 with a byte-order mark, or windows-1252 when it is not UTF-8);
+binary data is refused, not garbled."""
 
 import codecs
+import re
 
 from cortex_extractors.errors import CorruptFile, TooLarge
 from cortex_extractors.extracted import Extracted
 from cortex_extractors.limits import MAX_TEXT_CHARS
 from cortex_extractors.media_types import PLAIN_TEXT
 
+CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")  # binary data has them, text (but \t \n \f \r) not
+UNASSIGNED_IN_1252 = re.compile(rb"([\x81\x8d\x8f\x90\x9d])")
 BOM_ENCODINGS = (
     (codecs.BOM_UTF8, "utf-8-sig"),
     (codecs.BOM_UTF16_LE, "utf-16"),
@@ -14,12 +18,19 @@ BOM_ENCODINGS = (
 )
 
 
-def decode_text(data: bytes, encoding: str = "utf-8") -> str:
-    """The text in `data`; a byte-order mark overrides `encoding`. CorruptFile for binary data."""
-    encoding = next((name for bom, name in BOM_ENCODINGS if data.startswith(bom)), encoding)
+def decode_text(data: bytes, encoding: str | None = None) -> str:
+    """The text in `data`; a byte-order mark overrides `encoding`. CorruptFile for binary data.
+
+    Undeclared (`encoding` None), it is UTF-8, or else windows-1252 when it holds no control bytes but
+    blanks: the web's own default for unlabelled pages, and what legacy Western text files are written in.
+    """
+    declared = next((name for bom, name in BOM_ENCODINGS if data.startswith(bom)), encoding)
+    encoding = declared or "utf-8"
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
+        if declared is None and not CONTROL_BYTES.search(data):
+            return _windows_1252(data)
         raise CorruptFile(
             f"not {encoding.upper()} text: undecodable byte 0x{data[exc.start]:02x} at offset {exc.start} "
             "(binary data with a text file's type or name?)"
@@ -27,6 +38,14 @@ def decode_text(data: bytes, encoding: str = "utf-8") -> str:
     if "\x00" in text:
         raise CorruptFile("not text: it contains NUL bytes (binary data with a text file's type or name?)")
     return text
+
+
+def _windows_1252(data: bytes) -> str:
+    # Its five unassigned bytes map to the C1 controls of the same number, as the WHATWG Encoding standard has it.
+    return "".join(
+        chunk.decode("cp1252") if index % 2 == 0 else chunk.decode("latin-1")
+        for index, chunk in enumerate(UNASSIGNED_IN_1252.split(data))
+    )
 
 
 def bounded(text: str) -> str:
