@@ -7,9 +7,12 @@ module, and one per environment pin, since a gateway reads its pins when it star
 build their registries after the patch too.
 """
 
+import asyncio
+import os
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from importlib.metadata import EntryPoint, entry_points
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,6 +20,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from cortex_cli import config
+from cortex_cli.main import main
 from cortex_cli.plugins import choose_plugin, list_plugins
 from cortex_gateway.tokens import issue_token
 from cortex_plugins import PluginChoiceError, PluginRegistry, discovery
@@ -251,3 +256,29 @@ async def make_org_ids(migrated: Infrastructure, gateway: str) -> AsyncIterator[
     yield first.id, second.id
     await close_org(first)
     await close_org(second)
+
+
+async def test_the_cli_beside_a_run_sees_and_checks_the_plugins_as_the_run_has_them(
+    migrated: Infrastructure,
+    plugin_org: Org,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # What `cortex run` writes beside its data: its endpoints and its services' plugin settings.
+    config.write_runtime(
+        tmp_path,
+        {"DATABASE_URL": migrated.database_url, "NATS_URL": migrated.nats_url, "CORTEX_PLUGIN_RERANKER": "none"},
+    )
+    monkeypatch.setenv("CORTEX_DATA_DIR", str(tmp_path))
+    for variable in ("DATABASE_URL", "NATS_URL"):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setenv("CORTEX_PLUGIN_RERANKER", "reverse")  # this shell's own, which the services do not have
+    monkeypatch.setenv("CORTEX_RERANKER_BASE_URL", "http://127.0.0.1:9")
+
+    assert await asyncio.to_thread(main, ["plugins", "list", "--org", plugin_org.slug]) == 0
+    assert "reranker: none [env]" in capsys.readouterr().out  # before: "reverse [env]", the shell's pin
+    # Nor is a choice checked against this shell's settings: the services have no reranker URL.
+    assert await asyncio.to_thread(main, ["plugins", "use", "--org", plugin_org.slug, "reranker", "http"]) == 1
+    assert "is not configured" in capsys.readouterr().err
+    assert os.environ["CORTEX_PLUGIN_RERANKER"] == "reverse"  # the shell's own, back after the command

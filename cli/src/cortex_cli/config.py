@@ -2,11 +2,22 @@
 
 import os
 import secrets
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 RUNTIME_FILE = "runtime.env"
 SECRET_FILE = "secret"  # noqa: S105 — a file name, not a secret
+# What configures plugins: pins, and each built-in plugin's settings.
+PLUGIN_SETTINGS = (
+    "CORTEX_PLUGIN_",
+    "CORTEX_EMBEDDER_",
+    "CORTEX_RERANKER_",
+    "CORTEX_QDRANT_",
+    "CORTEX_PGVECTOR_",
+    "CORTEX_MEM0_",
+)
 
 
 def data_dir() -> Path:
@@ -22,8 +33,35 @@ def read_runtime(directory: Path) -> dict[str, str]:
 
 
 def write_runtime(directory: Path, values: dict[str, str]) -> None:
+    """Mode 0600: plugin settings may hold API keys."""
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / RUNTIME_FILE).write_text("".join(f"{key}={value}\n" for key, value in values.items()))
+    path = directory / RUNTIME_FILE
+    path.touch(mode=0o600)
+    path.chmod(0o600)
+    path.write_text("".join(f"{key}={value}\n" for key, value in values.items() if "\n" not in value))
+
+
+def plugin_settings(environment: Mapping[str, str]) -> dict[str, str]:
+    return {key: value for key, value in environment.items() if key.startswith(PLUGIN_SETTINGS)}
+
+
+@contextmanager
+def plugins_as_the_run_has_them() -> Iterator[None]:
+    """Within: the plugin settings of the `cortex run` this CLI talks to, in place of the CLI's own, so that
+    `cortex plugins` sees and checks what the services do. Outside a run (DATABASE_URL set), unchanged."""
+    runtime = {} if os.environ.get("DATABASE_URL") else read_runtime(data_dir())
+    if "DATABASE_URL" not in runtime:
+        yield
+        return
+    saved = dict(os.environ)
+    for key in plugin_settings(saved):
+        del os.environ[key]
+    os.environ.update(plugin_settings(runtime))
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def clear_runtime(directory: Path) -> None:

@@ -71,7 +71,9 @@ def _run_holding_the_lock(args: argparse.Namespace, directory: Path, run_lock: i
         migrate=upgrade,
         # Embedded PostgreSQL trusts local logins: the services connect as the app role, under RLS.
         service_database_url=app_role_url if not os.environ.get("DATABASE_URL") else str,
-        on_ready=lambda db, nats: config.write_runtime(directory, {"DATABASE_URL": db, "NATS_URL": nats}),
+        on_ready=lambda db, nats: config.write_runtime(
+            directory, {"DATABASE_URL": db, "NATS_URL": nats, **config.plugin_settings(os.environ)}
+        ),
         copies={"aggregator": args.aggregators},
         run_lock=run_lock,
     )
@@ -180,12 +182,13 @@ def _dlq(args: argparse.Namespace) -> int:
 def _plugins(args: argparse.Namespace) -> int:
     where = config.endpoints()
     org = asyncio.run(organization_id(where.database_url, args.org))
-    registry = PluginRegistry.from_environment()
-    if args.plugins_command == "use":
-        asyncio.run(choose_plugin(where.database_url, org, args.category, args.name, registry))
-        print(f"{args.org}: {args.category} = {args.name}")
-    else:
-        print(render(asyncio.run(list_plugins(where.database_url, org, registry))))
+    with config.plugins_as_the_run_has_them():  # plugins load lazily: all of it inside
+        registry = PluginRegistry.from_environment()
+        if args.plugins_command == "use":
+            asyncio.run(choose_plugin(where.database_url, org, args.category, args.name, registry))
+            print(f"{args.org}: {args.category} = {args.name}")
+        else:
+            print(render(asyncio.run(list_plugins(where.database_url, org, registry))))
     return 0
 
 
