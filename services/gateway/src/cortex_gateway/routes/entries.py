@@ -147,7 +147,8 @@ async def remember(
             while not await _exists(res, caller, id_):  # noqa: ASYNC110 — storing emits no event to wait on
                 await asyncio.sleep(WAIT_POLL_SECONDS)
     except TimeoutError as exc:
-        raise Problem(504, f"Entry {id_} was accepted but not stored in time; it will still be.") from exc
+        detail = f"Entry {id_} was accepted but not stored in time; it stays queued (should it keep failing, "
+        raise Problem(504, detail + "the event goes to the dead letters: `cortex dlq list`).") from exc
     if deduplicated:
         return JSONResponse({"id": str(id_), "deduplicated": True}, status_code=200)
     return JSONResponse({"id": str(id_), "deduplicated": False}, status_code=201)

@@ -112,7 +112,8 @@ async def _publish_and_wait(res: Resources, caller: Caller, event: Envelope, doc
         if not await _already_indexed(res, caller, document_id):  # a retried request may find it done
             await asyncio.wait_for(indexed, timeout=res.settings.wait_timeout_seconds)
     except TimeoutError as exc:
-        raise Problem(504, f"Note {document_id} was accepted but not indexed in time; it will still appear.") from exc
+        detail = f"Note {document_id} was accepted but not indexed in time; it stays queued (should it keep failing, "
+        raise Problem(504, detail + "the event goes to the dead letters: `cortex dlq list`).") from exc
     finally:
         await subscription.unsubscribe()
 
