@@ -10,14 +10,10 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
-import uvicorn
-
 from cortex_embedded_servers import free_port
-from cortex_gateway.app import create_app
-from cortex_gateway.http_protocol import ProblemHttpProtocol
 from cortex_gateway.settings import GatewaySettings
 from tests.infrastructure import Infrastructure
-from tests.services import SECRET
+from tests.services import SECRET, gateway_server
 
 # Enough for a generated test's hundreds of requests with one token; the defaults are tested separately.
 ROOMY_LIMITS: dict[str, Any] = {"rate_limit_per_minute": 600_000, "rate_limit_burst": 10_000}
@@ -37,16 +33,7 @@ async def running_gateway(infra: Infrastructure, **settings: Any) -> AsyncIterat
             **settings,
         }
     )
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(gateway_settings),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            lifespan="on",
-            http=ProblemHttpProtocol,
-        )
-    )
+    server = gateway_server(gateway_settings)
     task = asyncio.create_task(server.serve())
     try:
         async with asyncio.timeout(30):

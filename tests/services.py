@@ -32,6 +32,19 @@ class RunningServices:
     aggregator: Aggregator
 
 
+def gateway_server(settings: GatewaySettings) -> uvicorn.Server:
+    """The gateway as its __main__ serves it (the same HTTP protocol), on the settings' port."""
+    config = uvicorn.Config(
+        create_app(settings),
+        host="127.0.0.1",
+        port=settings.port,
+        log_level="warning",
+        lifespan="on",
+        http=ProblemHttpProtocol,
+    )
+    return uvicorn.Server(config)
+
+
 @contextlib.asynccontextmanager
 async def running_services(infra: Infrastructure) -> AsyncIterator[RunningServices]:
     db, nats = infra.app_database_url, infra.nats_url
@@ -43,16 +56,7 @@ async def running_services(infra: Infrastructure) -> AsyncIterator[RunningServic
     gateway_settings = GatewaySettings(
         database_url=db, nats_url=nats, secret=SECRET, port=port, wait_timeout_seconds=20
     )
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(gateway_settings),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            lifespan="on",
-            http=ProblemHttpProtocol,
-        )
-    )
+    server = gateway_server(gateway_settings)
     tasks = [
         asyncio.create_task(indexer.run()),
         asyncio.create_task(aggregator.run()),
