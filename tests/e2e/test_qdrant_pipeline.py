@@ -159,3 +159,64 @@ async def test_with_the_qdrant_server_unreachable_search_answers_lexically(
     finally:
         aggregator.stop.set()
         await task
+
+
+async def embedded_chunks(infra: Infrastructure, document_id: uuid.UUID) -> list[bool]:
+    engine = make_engine(infra.database_url, pool_size=1)
+    try:
+        async with engine.connect() as connection:
+            statement = text("SELECT embedding IS NOT NULL AS e FROM kb_chunks WHERE document_id = :d ORDER BY ordinal")
+            return [row.e for row in await connection.execute(statement, {"d": document_id})]
+    finally:
+        await engine.dispose()
+
+
+@contextlib.asynccontextmanager
+async def indexer_with(
+    infra: Infrastructure, nc: NATS, services: RunningServices, store: QdrantVectorStore
+) -> AsyncIterator[Indexer]:
+    assert nc.connected_url is not None and services.indexer.embedder
+    settings = IndexerSettings(
+        database_url=infra.app_database_url,
+        nats_url=nc.connected_url.geturl(),
+        concurrency=4,
+        backfill_interval_seconds=0.2,
+    )
+    indexer = Indexer(settings=settings, embedder=BatchingEmbedder(services.indexer.embedder.embedder), vectors=store)
+    task = asyncio.create_task(indexer.run())
+    try:
+        yield indexer
+    finally:
+        indexer.stop.set()
+        await task
+
+
+async def test_with_the_qdrant_server_unreachable_documents_are_indexed_lexically_and_mirrored_once_it_answers(
+    migrated: Infrastructure, services: RunningServices, own_nats: NATS
+) -> None:
+    org_id = await ensure_membership(
+        migrated.database_url, f"qd-{uuid.uuid4().hex[:10]}", "alice", MemberRole.ADMIN, create=True
+    )
+    pricing = uuid.uuid4()
+    nowhere = QdrantVectorStore(QdrantSettings(url=f"http://127.0.0.1:{free_port('127.0.0.1')}", timeout_seconds=1))
+    watcher = await IndexedWatcher().start(own_nats, org_id)
+    async with indexer_with(migrated, own_nats, services, nowhere):
+        event = upsert_event(org_id, pricing, title="Pricing", body=DOCUMENTS["Pricing"][1], version=1)
+        await publish_upsert(own_nats.jetstream(), event)
+
+        report = await watcher.wait_for(pricing, 1)  # before: retried, then dead-lettered
+
+        assert report["embedded"] is False
+        await asyncio.sleep(1)  # several backfill passes: they wait for the store, embedding nothing
+        assert await embedded_chunks(migrated, pricing) == [False]
+    await watcher.stop()
+
+    with tempfile.TemporaryDirectory(prefix="cx-qdrant-", dir="/tmp") as scratch:
+        answering = QdrantVectorStore(QdrantSettings(path=Path(scratch)))  # the store, answering again
+        async with indexer_with(migrated, own_nats, services, answering):
+            async with asyncio.timeout(30):
+                while await embedded_chunks(migrated, pricing) != [True]:
+                    await asyncio.sleep(0.2)
+            hits = await answering.search(org_id, [0.0] * 383 + [1.0], 10)
+        assert {hit.document_id for hit in hits} == {pricing}
+        assert {hit.chunk_id for hit in hits} == await chunk_ids(migrated, pricing)

@@ -10,8 +10,10 @@ Per document the highest version wins without any coordination between writers: 
 """
 
 import asyncio
+import functools
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
@@ -21,6 +23,22 @@ from cortex_vector_stores import qdrant_points as points
 from cortex_vector_stores.settings import QdrantSettings
 
 _KEYWORD_INDEXES = (points.OWNER, points.DOCUMENT, points.WORK)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _unavailable_when_unreachable(method: Callable[P, Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+    """qdrant-client's errors (not reached, timed out, a server error) as the protocol's VectorStoreUnavailable."""
+
+    @functools.wraps(method)
+    async def reached(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return await method(*args, **kwargs)
+        except ApiException as exc:
+            raise VectorStoreUnavailable(f"qdrant: {exc}") from exc
+
+    return reached
 
 
 class QdrantVectorStore:
@@ -96,6 +114,7 @@ class QdrantVectorStore:
     async def _delete(self, client: AsyncQdrantClient, where: models.Filter) -> None:
         await client.delete(self.collection, points_selector=models.FilterSelector(filter=where), wait=True)
 
+    @_unavailable_when_unreachable
     async def upsert(
         self,
         organization_id: uuid.UUID,
@@ -147,6 +166,7 @@ class QdrantVectorStore:
         )
         await client.upsert(self.collection, points=[marker], wait=True)
 
+    @_unavailable_when_unreachable
     async def delete_document(self, organization_id: uuid.UUID, document_id: uuid.UUID, version: int) -> bool:
         """Leave a tombstone of `version` and drop everything older — unless this version or a newer
         one is there (a deletion of the version an upsert already stored changes nothing, as in
@@ -162,6 +182,7 @@ class QdrantVectorStore:
             return False
         return True
 
+    @_unavailable_when_unreachable
     async def search(
         self,
         organization_id: uuid.UUID,
@@ -178,16 +199,13 @@ class QdrantVectorStore:
         """
         if k < 1 or work_ids == frozenset() or document_ids == frozenset():
             return []
-        try:
-            client = await self._open()
-            where = points.search_filter(organization_id, work_ids, document_ids)
-            found = await self._query(client, vector, k, where, exact=False)
-            if len(found) < k and not self.local:  # local mode is always exact
-                available = (await client.count(self.collection, count_filter=where, exact=True)).count
-                if available > len(found):
-                    found = await self._query(client, vector, k, where, exact=True)
-        except ApiException as exc:  # not reached, timed out, or a server error
-            raise VectorStoreUnavailable(f"qdrant ({self.settings.url or 'local mode'}): {exc}") from exc
+        client = await self._open()
+        where = points.search_filter(organization_id, work_ids, document_ids)
+        found = await self._query(client, vector, k, where, exact=False)
+        if len(found) < k and not self.local:  # local mode is always exact
+            available = (await client.count(self.collection, count_filter=where, exact=True)).count
+            if available > len(found):
+                found = await self._query(client, vector, k, where, exact=True)
         return found
 
     async def _query(

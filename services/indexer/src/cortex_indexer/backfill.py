@@ -21,7 +21,7 @@ from typing import Any
 from sqlalchemy import Row, TextClause, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from cortex_contracts.vector_store import VectorStore
+from cortex_contracts.vector_store import VectorStore, VectorStoreUnavailable
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.errors import EmbedderUnavailable, EmbeddingError
 from cortex_indexer import embedding_space
@@ -76,7 +76,7 @@ class Backfill:
             more = False
             try:
                 more = await self.run_pass()
-            except EmbeddingError as exc:
+            except (EmbeddingError, VectorStoreUnavailable) as exc:
                 log.warning("embedding backfill paused: %s", exc)
             except Exception:
                 log.exception("embedding backfill pass failed")
@@ -102,7 +102,7 @@ class Backfill:
             if not checked:
                 reason = await self._unhealthy()
                 if reason is not None:
-                    log.info("embedder %s unhealthy (%s): backfill waits", self.space.model, reason)
+                    log.info("embedder %s or vector store unhealthy (%s): backfill waits", self.space.model, reason)
                     return False
                 checked = True
             try:
@@ -117,11 +117,13 @@ class Backfill:
         return more
 
     async def _unhealthy(self) -> str | None:
-        health = getattr(self.embedder.embedder, "health", None)
-        if health is None:
-            return None
-        reason: str | None = await health()
-        return reason
+        """Why the embedder, or the store the passages are mirrored to, cannot take work (None: both can):
+        passages embedded for a store that is down would be embedded again on the next pass."""
+        for part in (self.embedder.embedder, self.vectors):
+            health = getattr(part, "health", None)
+            if health is not None and (reason := await health()) is not None:
+                return str(reason)
+        return None
 
     async def _pending(self, query: TextClause, organization_id: uuid.UUID) -> list[Row[Any]]:
         async with org_transaction(self.sessions, organization_id) as session:

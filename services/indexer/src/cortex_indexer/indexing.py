@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_contracts.documents import DocumentDeleted, DocumentIndexed, DocumentUpserted
 from cortex_contracts.uploads import UploadCreated
-from cortex_contracts.vector_store import VectorStore
+from cortex_contracts.vector_store import VectorStore, VectorStoreUnavailable
 from cortex_embedding.errors import EmbeddingError
 from cortex_indexer import embedding_space, repository
 from cortex_indexer.chunking import Chunk, chunk_document
@@ -205,8 +205,13 @@ async def index_document(
     except asyncpg.PostgresError as exc:
         if exc.sqlstate != OTHER_EMBEDDING_SPACE or ctx.space is None:
             raise
-    embedding_space.superseded(ctx.space)  # another copy moved the index to another model meanwhile
-    return await _write(ctx, meta, doc, body, chunks, None, upload, failure_reason)
+        embedding_space.superseded(ctx.space)  # another copy moved the index to another model meanwhile
+        return await _write(ctx, meta, doc, body, chunks, None, upload, failure_reason)
+    except VectorStoreUnavailable as exc:
+        # As when the embedder is down: searchable by its words now; the backfill embeds its passages and
+        # mirrors them once the store answers again.
+        log.warning("%s: indexing document %s lexical-only", exc, doc.document_id)
+        return await _write(ctx, meta, doc, body, chunks, None, upload, failure_reason, mirror=False)
 
 
 async def _write(
@@ -218,9 +223,11 @@ async def _write(
     embeddings: Embeddings | None,
     upload: UploadCreated | None,
     failure_reason: str | None,
+    *,
+    mirror: bool = True,
 ) -> DocumentIndexed | None:
     """One call of `cortex_index_document` (migration 0013); with a vector store of its own, in a transaction
-    that mirrors the passages there too. The report goes out once it has committed."""
+    that mirrors the passages there too (unless not `mirror`). The report goes out once it has committed."""
     embedded = fully_embedded(embeddings)
     report = DocumentIndexed(
         document_id=doc.document_id,
@@ -277,7 +284,7 @@ async def _write(
         async with org_transaction(ctx.sessions, doc.organization_id) as session:
             with _refusals(doc.organization_id):
                 written = await repository.write_document(await driver_connection(session), write)
-            if written:
+            if written and mirror:
                 await mirror_document(session, ctx.vectors, doc.document_id)
     if not written:
         return None
