@@ -2,10 +2,11 @@
 
 The package's XML is read straight with lxml — only the main document, its styles and the core
 properties — by the rules python-docx 1.2 applied when it did this work (`word_text`, `word_styles`),
-for the same output. python-docx parsed every XML part of the package. On the 50 DOCX files of
-`bench.documents_mix` (python-docx's template, whose styles.xml is 350 KB), CPU a file, best of 3:
-10.2 ms with python-docx, 1.4 ms now, 7.3 ms when no file's styles part was seen before (parsing
-styles.xml is most of that; `word_styles` parses each distinct one once).
+for the same output, but for the text python-docx skipped and `word_text` reads (content controls,
+tracked insertions, smart tags, nested tables…). python-docx parsed every XML part of the package.
+On the 50 DOCX files of `bench.documents_mix` (python-docx's template, whose styles.xml is 350 KB),
+CPU a file, best of 3: 10.2 ms with python-docx, 1.4 ms now, 7.3 ms when no file's styles part was
+seen before (parsing styles.xml is most of that; `word_styles` parses each distinct one once).
 """
 
 from cortex_extractors import wordml as w
@@ -16,7 +17,7 @@ from cortex_extractors.media_types import DOCX
 from cortex_extractors.office_package import check_package
 from cortex_extractors.word_package import open_package
 from cortex_extractors.word_styles import paragraph_styles, style_id_of
-from cortex_extractors.word_text import paragraph_text, table_rows
+from cortex_extractors.word_text import blocks, paragraph_text, table_rows
 
 
 def heading_level(name: str) -> int:
@@ -39,7 +40,7 @@ class WordExtractor:
         styles = paragraph_styles(package.styles)
         out = BoundedText()
         first_heading = None
-        for block in body.iterchildren(w.PARAGRAPH, w.TABLE):
+        for block in blocks(body):
             if block.tag == w.TABLE:
                 out.add_lines(table_rows(block))
                 continue

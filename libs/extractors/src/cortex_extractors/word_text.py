@@ -1,7 +1,6 @@
-"""Paragraph and table text by python-docx 1.2's rules (`Paragraph.text`, `_Row.cells`, `_Cell.text`).
-
-Only direct children count: runs nested in tracked changes, fields or content controls are left out,
-as python-docx leaves them out.
+"""Paragraph and table text by python-docx 1.2's rules (`Paragraph.text`, `_Row.cells`, `_Cell.text`),
+plus the text python-docx left out: what content controls, tracked insertions, smart tags, custom XML
+and simple fields wrap, and tables nested in cells. Deleted text (w:del, w:moveFrom) stays out.
 """
 
 from collections.abc import Iterator
@@ -12,6 +11,42 @@ from cortex_extractors import wordml as w
 
 RUN_CHARACTERS = {w.TAB: "\t", w.POSITIONAL_TAB: "\t", w.CARRIAGE_RETURN: "\n", w.NO_BREAK_HYPHEN: "-"}
 RUN_CONTENT = (w.TEXT, w.BREAK, *RUN_CHARACTERS)
+# Read through to their content; w:del and w:moveFrom are not among them, as what they hold is deleted.
+WRAPPERS = frozenset(
+    {
+        w.CONTENT_CONTROL,
+        w.CONTENT_CONTROL_CONTENT,
+        w.CUSTOM_XML,
+        w.SMART_TAG,
+        w.HYPERLINK,
+        w.INSERTED,
+        w.MOVED_TO,
+        w.SIMPLE_FIELD,
+        w.DIRECTION,
+        w.BIDI_OVERRIDE,
+    }
+)
+
+
+def unwrapped(parent: etree._Element, *tags: str) -> Iterator[etree._Element]:
+    """`parent`'s children with `tags` in document order, those inside `WRAPPERS` (at any depth) included.
+    A stack of iterators rather than nested generators, so an element costs the same however deep it is;
+    tags are matched here, as lxml matching a dozen of them per child took twice the time."""
+    wanted = frozenset(tags)
+    levels = [parent.iterchildren()]
+    while levels:
+        child = next(levels[-1], None)
+        if child is None:
+            levels.pop()
+        elif child.tag in wanted:
+            yield child
+        elif child.tag in WRAPPERS:
+            levels.append(child.iterchildren())
+
+
+def blocks(container: etree._Element) -> Iterator[etree._Element]:
+    """The paragraphs and tables of a body or a cell, in document order."""
+    return unwrapped(container, w.PARAGRAPH, w.TABLE)
 
 
 def _run_text(run: etree._Element, out: list[str]) -> None:
@@ -26,9 +61,8 @@ def _run_text(run: etree._Element, out: list[str]) -> None:
 
 def paragraph_text(paragraph: etree._Element) -> str:
     out: list[str] = []
-    for child in paragraph.iterchildren(w.RUN, w.HYPERLINK):
-        for run in child.iterchildren(w.RUN) if child.tag == w.HYPERLINK else (child,):
-            _run_text(run, out)
+    for run in unwrapped(paragraph, w.RUN):
+        _run_text(run, out)
     return "".join(out)
 
 
@@ -65,7 +99,7 @@ def _shown_cells(rows: list[etree._Element]) -> Iterator[list[etree._Element]]:
         shown_here: dict[int, etree._Element] = {}
         cells = []
         offset = _number(row, w.ROW_PROPERTIES, w.GRID_BEFORE, 0)
-        for cell in row.iterchildren(w.CELL):
+        for cell in unwrapped(row, w.CELL):
             # python-docx raised where no cell starts above at this column; here the cell shows itself.
             shown = above.get(offset, cell) if _continues_above(cell) else cell
             shown_here[offset] = shown
@@ -76,19 +110,29 @@ def _shown_cells(rows: list[etree._Element]) -> Iterator[list[etree._Element]]:
         yield cells
 
 
+def _nested_table_text(table: etree._Element) -> str:
+    """A table inside a cell: its cells' text apart by spaces, as ` | ` would split the outer row."""
+    return "\n".join(" ".join(cells) for cells in _row_cells(table))
+
+
 def _cell_text(cell: etree._Element) -> str:
-    text = "\n".join(paragraph_text(paragraph) for paragraph in cell.iterchildren(w.PARAGRAPH))
-    return " ".join(text.split())
+    """Its paragraphs' and nested tables' text in document order, whitespace collapsed. The parser's
+    depth limit (256 elements) keeps the recursion through nested tables shallow."""
+    parts = (_nested_table_text(block) if block.tag == w.TABLE else paragraph_text(block) for block in blocks(cell))
+    return " ".join("\n".join(parts).split())
 
 
-def table_rows(table: etree._Element) -> list[str]:
-    """One line a row: its cells' text, whitespace collapsed, joined by ` | `, consecutive repeats dropped."""
-    lines = []
-    for shown in _shown_cells(list(table.iterchildren(w.ROW))):
+def _row_cells(table: etree._Element) -> Iterator[list[str]]:
+    """Per row, its cells' text, consecutive repeats dropped."""
+    for shown in _shown_cells(list(unwrapped(table, w.ROW))):
         cells: list[str] = []
         for cell in shown:
             text = _cell_text(cell)
             if not cells or text != cells[-1]:  # equal neighbours show once, as python-docx's repeats did
                 cells.append(text)
-        lines.append(" | ".join(cells))
-    return lines
+        yield cells
+
+
+def table_rows(table: etree._Element) -> list[str]:
+    """One line a row: its cells' text, whitespace collapsed, joined by ` | `, consecutive repeats dropped."""
+    return [" | ".join(cells) for cells in _row_cells(table)]

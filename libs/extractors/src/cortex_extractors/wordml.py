@@ -20,6 +20,17 @@ POSITIONAL_TAB = f"{W}ptab"
 CARRIAGE_RETURN = f"{W}cr"
 NO_BREAK_HYPHEN = f"{W}noBreakHyphen"
 
+# Markup around runs, paragraphs, rows or cells whose content reads as if it stood in its place.
+CONTENT_CONTROL = f"{W}sdt"
+CONTENT_CONTROL_CONTENT = f"{W}sdtContent"  # its sibling w:sdtPr holds settings, no text
+CUSTOM_XML = f"{W}customXml"
+SMART_TAG = f"{W}smartTag"
+INSERTED = f"{W}ins"  # a tracked insertion is part of the current text; w:del and w:moveFrom are not
+MOVED_TO = f"{W}moveTo"
+SIMPLE_FIELD = f"{W}fldSimple"  # its runs are the field's last result, as Word shows it
+DIRECTION = f"{W}dir"
+BIDI_OVERRIDE = f"{W}bdo"
+
 TABLE = f"{W}tbl"
 ROW = f"{W}tr"
 ROW_PROPERTIES = f"{W}trPr"
