@@ -17,6 +17,7 @@ from cortex_gateway.settings import GatewaySettings
 from cortex_indexer.bootstrap import Indexer
 from cortex_indexer.bootstrap import build as build_indexer
 from cortex_indexer.settings import IndexerSettings
+from cortex_supervision.service_run import Service
 from tests.infrastructure import Infrastructure
 
 EXTRACTION_TIMEOUT = 5.0  # seconds; the test files read in milliseconds, a slow one is made to take minutes
@@ -30,6 +31,17 @@ class RunningServices:
     secret: str
     indexer: Indexer
     aggregator: Aggregator
+
+
+@contextlib.asynccontextmanager
+async def service_running(service: Service) -> AsyncIterator[None]:
+    """`service.run()` as a task for the block; then stopped as on SIGTERM, its errors raised."""
+    task = asyncio.create_task(service.run())
+    try:
+        yield
+    finally:
+        service.stop.set()
+        await task
 
 
 def gateway_server(settings: GatewaySettings) -> uvicorn.Server:

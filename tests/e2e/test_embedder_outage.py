@@ -30,6 +30,7 @@ from tests.events import IndexedWatcher, publish_remembered, publish_upsert, rem
 from tests.infrastructure import Infrastructure
 from tests.own_database import on_database, own_database
 from tests.own_nats import ask_feed, own_nats_client
+from tests.services import service_running
 
 pytestmark = pytest.mark.e2e
 
@@ -88,12 +89,8 @@ async def indexer(db: Databases, nc: NATS, embedder: BatchingEmbedder) -> AsyncI
         backfill_interval_seconds=0.3,
     )
     running = Indexer(settings=settings, embedder=embedder)
-    task = asyncio.create_task(running.run())
-    try:
+    async with service_running(running):
         yield running
-    finally:
-        running.stop.set()
-        await task
 
 
 @contextlib.asynccontextmanager
@@ -104,14 +101,10 @@ async def aggregator(db: Databases, nc: NATS, embedder: BatchingEmbedder) -> Asy
         database_url=db.app_url, nats_url=url.geturl(), secret=SECRET, embedding_space_refresh_seconds=0.3
     )
     running = Aggregator(settings=settings, embedder=embedder)
-    task = asyncio.create_task(running.run())
-    try:
+    async with service_running(running):
         async with asyncio.timeout(30):
             await running.ready.wait()
         yield running
-    finally:
-        running.stop.set()
-        await task
 
 
 async def search(nc: NATS, org_id: uuid.UUID, q: str, mode: RetrievalMode) -> list[uuid.UUID]:

@@ -30,7 +30,7 @@ from cortex_vector_stores.settings import QdrantSettings
 from tests.events import IndexedWatcher, delete_event, publish_delete, publish_upsert, upsert_event
 from tests.infrastructure import Infrastructure
 from tests.own_nats import ask_feed, own_nats_client
-from tests.services import SECRET, RunningServices
+from tests.services import SECRET, RunningServices, service_running
 
 pytestmark = pytest.mark.e2e
 
@@ -148,17 +148,13 @@ async def test_with_the_qdrant_server_unreachable_search_answers_lexically(
         embedder=BatchingEmbedder(services.aggregator.embedder.embedder),
         vectors=nowhere,
     )
-    task = asyncio.create_task(aggregator.run())
-    try:
+    async with service_running(aggregator):
         async with asyncio.timeout(60):
             await aggregator.ready.wait()
         for mode in (RetrievalMode.HYBRID, RetrievalMode.SEMANTIC):
             request = FeedRequest(organization_id=org_id, q="enterprise plan seat", mode=mode)
             page = await ask_feed(own_nats, request)  # before: an error reply, the gateway's 502
             assert [item.id for item in page.items] == [pricing], mode
-    finally:
-        aggregator.stop.set()
-        await task
 
 
 async def embedded_chunks(infra: Infrastructure, document_id: uuid.UUID) -> list[bool]:
@@ -183,12 +179,8 @@ async def indexer_with(
         backfill_interval_seconds=0.2,
     )
     indexer = Indexer(settings=settings, embedder=BatchingEmbedder(services.indexer.embedder.embedder), vectors=store)
-    task = asyncio.create_task(indexer.run())
-    try:
+    async with service_running(indexer):
         yield indexer
-    finally:
-        indexer.stop.set()
-        await task
 
 
 async def test_with_the_qdrant_server_unreachable_documents_are_indexed_lexically_and_mirrored_once_it_answers(
