@@ -2,11 +2,12 @@
 
 import io
 import zipfile
+from typing import Any
 
 import pytest
 from docx.oxml.ns import nsdecls
 
-from cortex_extractors import TooLarge, extract, media_types, samples
+from cortex_extractors import TooLarge, extract, media_types, samples, word_text
 from cortex_extractors.limits import MAX_TEXT_CHARS
 
 _STYLED = samples.docx_file("t", [("h", "p")])  # a package whose styles name Heading1
@@ -150,3 +151,23 @@ def test_text_inside_content_controls_counts_against_the_output_cap() -> None:
     words = "word " * (MAX_TEXT_CHARS // 5 + 10)
     with pytest.raises(TooLarge, match="extracted text is over"):
         _text(_control(_p(words)))
+
+
+def test_a_cell_merged_down_many_rows_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    merged = f"<w:tc><w:tcPr><w:vMerge w:val='restart'/></w:tcPr>{_table(_row(_cell(_p('deep'))))}</w:tc>"
+    below = "<w:tc><w:tcPr><w:vMerge/></w:tcPr><w:p/></w:tc>"
+    rows = [_row(merged, _cell(_p("r0")))] + [_row(below, _cell(_p(f"r{i}"))) for i in range(1, 200)]
+    reads: list[object] = []
+    read_cell = word_text._cell_text
+
+    def counted(cell: Any) -> str:
+        reads.append(cell)
+        return read_cell(cell)
+
+    monkeypatch.setattr(word_text, "_cell_text", counted)
+
+    text = _text(_table(*rows))
+
+    assert text.splitlines()[:2] == ["deep | r0", "deep | r1"]
+    # The merged cell and the one of its nested table once each (before: once a row), each right-hand cell once.
+    assert len(reads) == 1 + 1 + 200

@@ -123,11 +123,15 @@ def _cell_text(cell: etree._Element) -> str:
 
 
 def _row_cells(table: etree._Element) -> Iterator[list[str]]:
-    """Per row, its cells' text, consecutive repeats dropped."""
+    """Per row, its cells' text, consecutive repeats dropped. A merged cell shows in every row it spans:
+    its text is read once (a tall one holding a nested table would be read again for each row)."""
+    read: dict[etree._Element, str] = {}
     for shown in _shown_cells(list(unwrapped(table, w.ROW))):
         cells: list[str] = []
         for cell in shown:
-            text = _cell_text(cell)
+            if cell not in read:
+                read[cell] = _cell_text(cell)
+            text = read[cell]
             if not cells or text != cells[-1]:  # equal neighbours show once, as python-docx's repeats did
                 cells.append(text)
         yield cells
