@@ -9,14 +9,14 @@ import json
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from cortex_gateway.problems import PROBLEM_JSON
+from cortex_gateway.problems import PROBLEM_JSON, problem_document
 
 DETAIL = "The request is not valid HTTP/1.1, or its request line (the URL) is longer than 64 KiB."
 
 
 class ProblemHttpProtocol(HttpToolsProtocol):
     def send_400_response(self, msg: str) -> None:
-        body = json.dumps({"type": "about:blank", "title": "Bad Request", "status": 400, "detail": DETAIL}).encode()
+        body = json.dumps(problem_document(400, DETAIL)).encode()
         head = [b"HTTP/1.1 400 Bad Request"]
         head += [name + b": " + value for name, value in self.server_state.default_headers]
         head += [

@@ -39,16 +39,25 @@ def problem_response(
     headers: dict[str, str] | None = None,
     errors: list[dict[str, object]] | None = None,
 ) -> JSONResponse:
+    body = problem_document(status, detail, title=title, instance=request.url.path)
+    if errors is not None:
+        body["errors"] = errors
+    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
+
+
+def problem_document(
+    status: int, detail: str, *, title: str | None = None, instance: str | None = None
+) -> dict[str, object]:
+    """An RFC 9457 problem document's members (`instance` left out when there is no request path)."""
     body: dict[str, object] = {
         "type": "about:blank",
         "title": title or HTTPStatus(status).phrase,
         "status": status,
         "detail": detail,
-        "instance": request.url.path,
     }
-    if errors is not None:
-        body["errors"] = errors
-    return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
+    if instance is not None:
+        body["instance"] = instance
+    return body
 
 
 def install_problem_handlers(app: FastAPI) -> None:
