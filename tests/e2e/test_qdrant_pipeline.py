@@ -157,16 +157,6 @@ async def test_with_the_qdrant_server_unreachable_search_answers_lexically(
             assert [item.id for item in page.items] == [pricing], mode
 
 
-async def embedded_chunks(infra: Infrastructure, document_id: uuid.UUID) -> list[bool]:
-    engine = make_engine(infra.database_url, pool_size=1)
-    try:
-        async with engine.connect() as connection:
-            statement = text("SELECT embedding IS NOT NULL AS e FROM kb_chunks WHERE document_id = :d ORDER BY ordinal")
-            return [row.e for row in await connection.execute(statement, {"d": document_id})]
-    finally:
-        await engine.dispose()
-
-
 @contextlib.asynccontextmanager
 async def indexer_with(
     infra: Infrastructure, nc: NATS, services: RunningServices, store: QdrantVectorStore
@@ -183,32 +173,62 @@ async def indexer_with(
         yield indexer
 
 
-async def test_with_the_qdrant_server_unreachable_documents_are_indexed_lexically_and_mirrored_once_it_answers(
+async def mirror_pending(infra: Infrastructure, document_ids: list[uuid.UUID]) -> list[bool]:
+    engine = make_engine(infra.database_url, pool_size=1)
+    try:
+        async with engine.connect() as connection:
+            statement = text("SELECT mirror_pending FROM kb_documents WHERE id = ANY(:ids) ORDER BY id")
+            return [row.mirror_pending for row in await connection.execute(statement, {"ids": document_ids})]
+    finally:
+        await engine.dispose()
+
+
+async def test_with_the_qdrant_server_unreachable_changes_are_committed_and_mirrored_once_it_answers(
     migrated: Infrastructure, services: RunningServices, own_nats: NATS
 ) -> None:
     org_id = await ensure_membership(
         migrated.database_url, f"qd-{uuid.uuid4().hex[:10]}", "alice", MemberRole.ADMIN, create=True
     )
-    pricing = uuid.uuid4()
-    nowhere = QdrantVectorStore(QdrantSettings(url=f"http://127.0.0.1:{free_port('127.0.0.1')}", timeout_seconds=1))
+    ids = {title: uuid.uuid4() for title in DOCUMENTS}
+    every_point = [0.0] * 383 + [1.0]
     watcher = await IndexedWatcher().start(own_nats, org_id)
-    async with indexer_with(migrated, own_nats, services, nowhere):
-        event = upsert_event(org_id, pricing, title="Pricing", body=DOCUMENTS["Pricing"][1], version=1)
-        await publish_upsert(own_nats.jetstream(), event)
-
-        report = await watcher.wait_for(pricing, 1)  # before: retried, then dead-lettered
-
-        assert report["embedded"] is False
-        await asyncio.sleep(1)  # several backfill passes: they wait for the store, embedding nothing
-        assert await embedded_chunks(migrated, pricing) == [False]
-    await watcher.stop()
-
     with tempfile.TemporaryDirectory(prefix="cx-qdrant-", dir="/tmp") as scratch:
-        answering = QdrantVectorStore(QdrantSettings(path=Path(scratch)))  # the store, answering again
+        store = QdrantVectorStore(QdrantSettings(path=Path(scratch)))
+        async with indexer_with(migrated, own_nats, services, store):
+            for title in ("Pricing", "Onboarding"):
+                await publish_upsert(
+                    own_nats.jetstream(),
+                    upsert_event(org_id, ids[title], title=title, body=DOCUMENTS[title][1], version=1),
+                )
+                await watcher.wait_for(ids[title], 1)
+
+        nowhere = QdrantVectorStore(QdrantSettings(url=f"http://127.0.0.1:{free_port('127.0.0.1')}", timeout_seconds=1))
+        async with indexer_with(migrated, own_nats, services, nowhere):
+            await publish_delete(own_nats.jetstream(), delete_event(org_id, ids["Pricing"], version=2))
+            body = DOCUMENTS["Incident review"][1]
+            await publish_upsert(
+                own_nats.jetstream(),
+                upsert_event(org_id, ids["Incident review"], title="Incident review", body=body, version=1),
+            )
+
+            deleted = await watcher.wait_for(ids["Pricing"], 2)  # before: retried, then dead-lettered
+            upserted = await watcher.wait_for(ids["Incident review"], 1)  # before: lexical-only, embedded again later
+
+            assert deleted["deleted"] is True
+            assert upserted["embedded"] is True
+            changed = [ids["Pricing"], ids["Incident review"]]
+            assert await mirror_pending(migrated, changed) == [True, True]
+            await asyncio.sleep(1)  # several backfill passes: they wait for the store
+            assert await mirror_pending(migrated, changed) == [True, True]
+        await watcher.stop()
+
+        answering = QdrantVectorStore(QdrantSettings(path=Path(scratch)))  # the same store, answering again
         async with indexer_with(migrated, own_nats, services, answering):
             async with asyncio.timeout(30):
-                while await embedded_chunks(migrated, pricing) != [True]:
+                while await mirror_pending(migrated, changed) != [False, False]:
                     await asyncio.sleep(0.2)
-            hits = await answering.search(org_id, [0.0] * 383 + [1.0], 10)
-        assert {hit.document_id for hit in hits} == {pricing}
-        assert {hit.chunk_id for hit in hits} == await chunk_ids(migrated, pricing)
+            hits = await answering.search(org_id, every_point, 50)
+        assert {hit.document_id for hit in hits} == {ids["Onboarding"], ids["Incident review"]}
+        assert {hit.chunk_id for hit in hits if hit.document_id == ids["Incident review"]} == await chunk_ids(
+            migrated, ids["Incident review"]
+        )

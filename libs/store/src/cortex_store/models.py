@@ -136,6 +136,7 @@ class KbDocument(Base):
             "id",
             postgresql_where="deleted_at IS NULL",
         ),
+        Index("kb_documents_mirror_pending", "organization_id", "id", postgresql_where="mirror_pending"),
     )
 
     id: Mapped[uuid.UUID] = mapped_column(UUID, primary_key=True)
@@ -161,6 +162,8 @@ class KbDocument(Base):
     agent_id: Mapped[str | None] = mapped_column(Text)
     agent_run_id: Mapped[str | None] = mapped_column(Text)
     failure_reason: Mapped[str | None] = mapped_column(Text)  # why its file could not be read (status failed)
+    # The vector store of its own (Qdrant) has not taken its latest change yet: the backfill mirrors it.
+    mirror_pending: Mapped[bool] = mapped_column(Boolean, server_default=false())
 
 
 class KbUpload(Base):

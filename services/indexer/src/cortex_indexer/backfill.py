@@ -1,14 +1,15 @@
 """Embed what was stored without embeddings: passages indexed while the embedder was down, and
-everything after a change of embedding model (see `embedding_space`).
+everything after a change of embedding model (see `embedding_space`). With a vector store of its own
+(Qdrant), also mirror there the documents changed while it could not be reached (`mirror_pending`).
 
 A periodic pass on every copy of the indexer (they do not collide: each write only fills embeddings
 still missing). A pass first makes sure the index is in this copy's embedding space, then visits each
 organization under its own row-level-security binding (the organizations table is readable to the
 services' role; everything else is read bound to one organization) and embeds at most one bounded
-batch of passages and one of memory entries there — asking the embedder whether it is healthy once
-the pass finds work, and stopping the pass while it is not. When
-any organization had a full batch, the next pass starts at once, so a large backlog is worked through
-round-robin without starving small organizations.
+batch of passages, one of memory entries and one of documents to mirror there — asking the embedder
+and the store whether they are healthy once the pass finds work, and stopping the pass while one is
+not. When any organization had a full batch, the next pass starts at once, so a large backlog is worked
+through round-robin without starving small organizations.
 """
 
 import asyncio
@@ -27,7 +28,7 @@ from cortex_embedding.errors import EmbedderUnavailable, EmbeddingError
 from cortex_indexer import embedding_space
 from cortex_indexer.chunking import Chunk
 from cortex_indexer.embedding_space import EmbeddingSpace
-from cortex_indexer.vector_mirror import mirror_document
+from cortex_indexer.vector_mirror import mirror_document, mirror_or_defer
 from cortex_store.tenancy import org_transaction
 from cortex_store.vector_text import vector_literal
 
@@ -50,6 +51,10 @@ UPDATE kb_documents d SET embedded = true
 WHERE d.id = ANY(:ids) AND NOT d.embedded AND d.deleted_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM kb_chunks c WHERE c.document_id = d.id AND c.embedding IS NULL)
 """)
+PENDING_MIRRORS = text("""
+SELECT d.id FROM kb_documents d WHERE d.organization_id = :org AND d.mirror_pending ORDER BY d.id LIMIT :n
+""")
+MIRRORED = text("UPDATE kb_documents SET mirror_pending = false WHERE id = ANY(:ids)")
 PENDING_ENTRIES = text("""
 SELECT m.id, coalesce(m.embedding_input, m.content) AS input FROM memory_entry m
 WHERE m.organization_id = :org AND m.embedding IS NULL ORDER BY m.id LIMIT :n
@@ -97,7 +102,8 @@ class Backfill:
         for organization_id in organizations:
             chunks = await self._pending(PENDING_CHUNKS, organization_id)
             entries = await self._pending(PENDING_ENTRIES, organization_id)
-            if not chunks and not entries:
+            mirrors = await self._pending(PENDING_MIRRORS, organization_id) if self.vectors is not None else []
+            if not chunks and not entries and not mirrors:
                 continue
             if not checked:
                 reason = await self._unhealthy()
@@ -108,12 +114,13 @@ class Backfill:
             try:
                 done = await self._fill_chunks(organization_id, chunks) if chunks else 0
                 done_entries = await self._fill_entries(organization_id, entries) if entries else 0
+                done_mirrors = await self._mirror(organization_id, mirrors) if mirrors else 0
             except EmbedderUnavailable:
                 raise  # down again: the whole pass waits
             except EmbeddingError as exc:  # this organization's texts were refused: the others go on
                 log.warning("embedding backfill skipped organization %s: %s", organization_id, exc)
                 continue
-            more = more or self.batch in (done, done_entries)
+            more = more or self.batch in (done, done_entries, done_mirrors)
         return more
 
     async def _unhealthy(self) -> str | None:
@@ -145,7 +152,7 @@ class Backfill:
             await session.execute(MARK_EMBEDDED, {"ids": documents})
             if self.vectors is not None:
                 for document_id in documents:
-                    await mirror_document(session, self.vectors, document_id)
+                    await mirror_or_defer(session, self.vectors, document_id)
         log.info("backfilled %d passage embeddings in organization %s", len(rows), organization_id)
         return len(rows)
 
@@ -157,4 +164,16 @@ class Backfill:
             params = {"ids": [row.id for row in rows], "vectors": [vector_literal(v) for v in vectors]}
             await session.execute(FILL_ENTRIES, params)
         log.info("backfilled %d memory entry embeddings in organization %s", len(rows), organization_id)
+        return len(rows)
+
+    async def _mirror(self, organization_id: uuid.UUID, rows: list[Row[Any]]) -> int:
+        """Mirror documents changed while the store could not be reached; a store down again pauses the pass."""
+        assert self.vectors is not None
+        documents = sorted(row.id for row in rows)
+        async with org_transaction(self.sessions, organization_id) as session:
+            await session.execute(LOCK_DOCUMENTS, {"ids": documents})
+            for document_id in documents:
+                await mirror_document(session, self.vectors, document_id)
+            await session.execute(MIRRORED, {"ids": documents})
+        log.info("mirrored %d documents to the vector store in organization %s", len(rows), organization_id)
         return len(rows)

@@ -18,14 +18,14 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_contracts.documents import DocumentDeleted, DocumentIndexed, DocumentUpserted
 from cortex_contracts.uploads import UploadCreated
-from cortex_contracts.vector_store import VectorStore, VectorStoreUnavailable
+from cortex_contracts.vector_store import VectorStore
 from cortex_embedding.errors import EmbeddingError
 from cortex_indexer import embedding_space, repository
 from cortex_indexer.chunking import Chunk, chunk_document
 from cortex_indexer.embedding_space import EmbeddingSpace
 from cortex_indexer.outbox import OutboxRelay, stage
 from cortex_indexer.reports import report_message
-from cortex_indexer.vector_mirror import mirror_document
+from cortex_indexer.vector_mirror import mirror_or_defer
 from cortex_messaging.delivery import PoisonMessage
 from cortex_store.database import autocommit_connection, driver_connection
 from cortex_store.tenancy import bind_organization, org_transaction
@@ -207,11 +207,6 @@ async def index_document(
             raise
         embedding_space.superseded(ctx.space)  # another copy moved the index to another model meanwhile
         return await _write(ctx, meta, doc, body, chunks, None, upload, failure_reason)
-    except VectorStoreUnavailable as exc:
-        # As when the embedder is down: searchable by its words now; the backfill embeds its passages and
-        # mirrors them once the store answers again.
-        log.warning("%s: indexing document %s lexical-only", exc, doc.document_id)
-        return await _write(ctx, meta, doc, body, chunks, None, upload, failure_reason, mirror=False)
 
 
 async def _write(
@@ -223,11 +218,10 @@ async def _write(
     embeddings: Embeddings | None,
     upload: UploadCreated | None,
     failure_reason: str | None,
-    *,
-    mirror: bool = True,
 ) -> DocumentIndexed | None:
     """One call of `cortex_index_document` (migration 0013); with a vector store of its own, in a transaction
-    that mirrors the passages there too (unless not `mirror`). The report goes out once it has committed."""
+    that mirrors the passages there too (or marks them for the backfill to mirror). The report goes out once
+    it has committed."""
     embedded = fully_embedded(embeddings)
     report = DocumentIndexed(
         document_id=doc.document_id,
@@ -284,8 +278,8 @@ async def _write(
         async with org_transaction(ctx.sessions, doc.organization_id) as session:
             with _refusals(doc.organization_id):
                 written = await repository.write_document(await driver_connection(session), write)
-            if written and mirror:
-                await mirror_document(session, ctx.vectors, doc.document_id)
+            if written:
+                await mirror_or_defer(session, ctx.vectors, doc.document_id)
     if not written:
         return None
     if ctx.relay is not None:
@@ -324,7 +318,7 @@ async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDe
         if not tombstoned:
             raise PoisonMessage("document id already belongs to another organization")
         if ctx.vectors is not None:
-            await mirror_document(session, ctx.vectors, doc.document_id)
+            await mirror_or_defer(session, ctx.vectors, doc.document_id)
         report = DocumentIndexed(
             document_id=doc.document_id,
             organization_id=doc.organization_id,
