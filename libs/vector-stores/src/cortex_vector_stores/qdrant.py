@@ -13,13 +13,14 @@ import asyncio
 import functools
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, ParamSpec, TypeVar, cast
 
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
 from cortex_contracts.vector_store import VectorChunk, VectorHit, VectorStoreUnavailable
 from cortex_vector_stores import qdrant_points as points
+from cortex_vector_stores.outage import Outage
 from cortex_vector_stores.settings import QdrantSettings
 
 _KEYWORD_INDEXES = (points.OWNER, points.DOCUMENT, points.WORK)
@@ -29,14 +30,21 @@ R = TypeVar("R")
 
 
 def _unavailable_when_unreachable(method: Callable[P, Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:
-    """qdrant-client's errors (not reached, timed out, a server error) as the protocol's VectorStoreUnavailable."""
+    """qdrant-client's errors (not reached, timed out, a server error) as the protocol's VectorStoreUnavailable;
+    during an outage, at once (see `outage`). For QdrantVectorStore's methods: the first argument is the store."""
 
     @functools.wraps(method)
     async def reached(*args: P.args, **kwargs: P.kwargs) -> R:
+        store = cast("QdrantVectorStore", args[0])
+        store.outage.check()
         try:
-            return await method(*args, **kwargs)
+            result = await method(*args, **kwargs)
         except ApiException as exc:
-            raise VectorStoreUnavailable(f"qdrant: {exc}") from exc
+            reason = f"qdrant: {exc}"
+            store.outage.began(reason)
+            raise VectorStoreUnavailable(reason) from exc
+        store.outage.ended()
+        return result
 
     return reached
 
@@ -50,6 +58,7 @@ class QdrantVectorStore:
         self.collection = settings.collection
         self._client: AsyncQdrantClient | None = None
         self._opening = asyncio.Lock()
+        self.outage = Outage(settings.retry_after_seconds)
 
     @property
     def local(self) -> bool:
@@ -238,6 +247,7 @@ class QdrantVectorStore:
         except Exception as exc:  # noqa: BLE001 - any failure is the answer, not a crash
             where = self.settings.url or f"local mode at {self.settings.path}"
             return f"qdrant ({where}): {exc}"
+        self.outage.ended()  # the probe is never refused: it is how an outage is seen to end
         return None
 
     async def close(self) -> None:
