@@ -120,6 +120,32 @@ def test_an_endpoint_that_keeps_stalling_is_unavailable(server: FakeEmbeddingSer
     assert server.embeddings_requests() == 3
 
 
+async def test_once_a_request_has_failed_its_attempts_calls_fail_at_once_until_the_endpoint_answers(
+    server: FakeEmbeddingServer,
+) -> None:
+    server.script.extend([Status(503)] * 2)
+    failing = embedder(server.base_url, max_retries=1, fail_fast_seconds=60)
+    with pytest.raises(EmbedderUnavailable, match="2 attempt"):
+        failing.embed(["hello"])
+
+    with pytest.raises(EmbedderUnavailable, match="tried again in"):
+        failing.embed(["hello"])
+    assert server.embeddings_requests() == 2  # before: every call made its own attempts
+
+    assert await failing.health() is None  # the probe is never refused; it passes, and ends the outage
+    assert len(failing.embed(["hello"])) == 1
+
+
+def test_with_no_fail_fast_time_every_call_tries_the_endpoint(server: FakeEmbeddingServer) -> None:
+    server.script.extend([Status(503)] * 2)
+    failing = embedder(server.base_url, max_retries=0, fail_fast_seconds=0)
+    for _ in range(2):
+        with pytest.raises(EmbedderUnavailable, match="1 attempt"):
+            failing.embed(["hello"])
+    assert server.embeddings_requests() == 2
+    assert len(failing.embed(["hello"])) == 1
+
+
 def test_nothing_listening_is_unavailable() -> None:
     with pytest.raises(EmbedderUnavailable, match="ConnectError"):
         embedder(f"http://127.0.0.1:{free_port('127.0.0.1')}/v1", max_retries=1).embed(["hello"])

@@ -1,5 +1,5 @@
 """A Qdrant server that hangs costs one timeout, not one per call: after a failure the store fails at once
-for `retry_after_seconds`, then tries the server again. Against a socket that reads requests and never
+for `fail_fast_seconds`, then tries the server again. Against a socket that reads requests and never
 answers, counted by the requests it receives."""
 
 import asyncio
@@ -38,7 +38,7 @@ class HungServer:
 async def test_after_a_timeout_calls_fail_at_once_until_the_retry_time_has_passed() -> None:
     hung = HungServer()
     async with hung.running() as url:
-        store = QdrantVectorStore(QdrantSettings(url=url, timeout_seconds=1, retry_after_seconds=1.5))
+        store = QdrantVectorStore(QdrantSettings(url=url, timeout_seconds=1, fail_fast_seconds=1.5))
         try:
             with pytest.raises(VectorStoreUnavailable, match="qdrant"):
                 await store.search(ORG, [1.0] * 384, 5)
@@ -66,7 +66,7 @@ async def test_after_a_timeout_calls_fail_at_once_until_the_retry_time_has_passe
 async def test_with_no_retry_time_every_call_tries_the_server() -> None:
     hung = HungServer()
     async with hung.running() as url:
-        store = QdrantVectorStore(QdrantSettings(url=url, timeout_seconds=1, retry_after_seconds=0))
+        store = QdrantVectorStore(QdrantSettings(url=url, timeout_seconds=1, fail_fast_seconds=0))
         try:
             for expected in (1, 2):
                 with pytest.raises(VectorStoreUnavailable):

@@ -2,7 +2,9 @@
 
 Inputs go in batches of `max_batch`; each request has a timeout and is retried with exponential
 backoff and jitter on connection errors, timeouts, 408, 429 (honouring `Retry-After`) and 5xx. Other
-4xx answers are not retried. Vectors come back normalized to unit length (cosine = dot product).
+4xx answers are not retried. Once a request has failed all its attempts, calls are refused at once for
+`fail_fast_seconds` (see `cortex_contracts.outage`): a hung endpoint costs one request's retries, not
+every document's. Vectors come back normalized to unit length (cosine = dot product).
 
 Configured from the environment, prefix `CORTEX_EMBEDDER_OPENAI_` (see `OpenAIEmbedderSettings`);
 `create()` is the plugin factory.
@@ -22,6 +24,7 @@ from pydantic import Field, SecretStr, ValidationError
 from pydantic_core import ErrorDetails
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cortex_contracts.outage import Outage
 from cortex_embedding.errors import (
     EmbedderNotConfigured,
     EmbedderSettingsInvalid,
@@ -57,6 +60,12 @@ class OpenAIEmbedderSettings(BaseSettings):
     backoff_initial_seconds: float = Field(default=0.5, ge=0)
     backoff_max_seconds: float = Field(default=30.0, ge=0, description="Also caps a server's `Retry-After`.")
     max_batch: int = Field(default=64, ge=1, description="Inputs per request.")
+    fail_fast_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="After a request failed all its attempts, calls fail at once for this long (documents are"
+        " indexed lexical-only, searches answer lexically); 0: every call tries the endpoint.",
+    )
 
 
 def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
@@ -101,6 +110,7 @@ class OpenAICompatibleEmbedder:
             self._headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
         self._client: httpx.Client | None = None
         self._client_lock = threading.Lock()
+        self.outage = Outage(settings.fail_fast_seconds)
 
     @property
     def dimension(self) -> int:
@@ -141,6 +151,7 @@ class OpenAICompatibleEmbedder:
             self._vectors(response, 1)
         except InvalidEmbeddingResponse as exc:
             return str(exc)
+        self.outage.ended()
         return None
 
     def _http(self) -> httpx.Client:
@@ -165,6 +176,8 @@ class OpenAICompatibleEmbedder:
         settings = self.settings
         attempts = settings.max_retries + 1
         for attempt in range(attempts):
+            if (refusal := self.outage.refusal()) is not None:  # also between retries: another call saw it fail
+                raise EmbedderUnavailable(refusal)
             retry_after: float | None = None
             try:
                 response = self._http().post(self.url, json=self._payload(texts))
@@ -172,13 +185,17 @@ class OpenAICompatibleEmbedder:
                 failure = f"{type(exc).__name__}: {exc}"
             else:
                 if response.status_code == 200:
-                    return self._vectors(response, len(texts))
+                    vectors = self._vectors(response, len(texts))
+                    self.outage.ended()
+                    return vectors
                 if response.status_code not in RETRIED_STATUSES and response.status_code < 500:
                     raise EmbeddingRejected(response.status_code, _detail(response))
                 failure = f"HTTP {response.status_code}: {_detail(response)}"
                 retry_after = retry_after_seconds(response.headers.get("Retry-After"))
             if attempt + 1 == attempts:
-                raise EmbedderUnavailable(f"{self.url} failed {attempts} attempt(s); last: {failure}")
+                reason = f"{self.url} failed {attempts} attempt(s); last: {failure}"
+                self.outage.began(reason)
+                raise EmbedderUnavailable(reason)
             delay = self._backoff(attempt) if retry_after is None else min(retry_after, settings.backoff_max_seconds)
             log.warning(
                 "embedding request failed (%s); retry %d/%d in %.2fs", failure, attempt + 1, attempts - 1, delay

@@ -18,9 +18,9 @@ from typing import Any, ParamSpec, TypeVar, cast
 from qdrant_client import AsyncQdrantClient, models
 from qdrant_client.http.exceptions import ApiException, UnexpectedResponse
 
+from cortex_contracts.outage import Outage
 from cortex_contracts.vector_store import VectorChunk, VectorHit, VectorStoreUnavailable
 from cortex_vector_stores import qdrant_points as points
-from cortex_vector_stores.outage import Outage
 from cortex_vector_stores.settings import QdrantSettings
 
 _KEYWORD_INDEXES = (points.OWNER, points.DOCUMENT, points.WORK)
@@ -36,7 +36,8 @@ def _unavailable_when_unreachable(method: Callable[P, Awaitable[R]]) -> Callable
     @functools.wraps(method)
     async def reached(*args: P.args, **kwargs: P.kwargs) -> R:
         store = cast("QdrantVectorStore", args[0])
-        store.outage.check()
+        if (refusal := store.outage.refusal()) is not None:
+            raise VectorStoreUnavailable(refusal)
         try:
             result = await method(*args, **kwargs)
         except ApiException as exc:
@@ -58,7 +59,7 @@ class QdrantVectorStore:
         self.collection = settings.collection
         self._client: AsyncQdrantClient | None = None
         self._opening = asyncio.Lock()
-        self.outage = Outage(settings.retry_after_seconds)
+        self.outage = Outage(settings.fail_fast_seconds)
 
     @property
     def local(self) -> bool:

@@ -22,7 +22,7 @@ class QdrantSettings(BaseSettings):
     collection: str = Field(default="cortex_chunks", min_length=1, description="The collection of chunk vectors.")
     dimension: int = Field(default=EMBEDDING_DIM, ge=1, description="Length of the embedding vectors.")
     timeout_seconds: int = Field(default=10, ge=1, description="Per request, against a server.")
-    retry_after_seconds: float = Field(
+    fail_fast_seconds: float = Field(
         default=5.0,
         ge=0,
         description="After a request to the server fails, calls fail at once for this long instead of waiting out"
