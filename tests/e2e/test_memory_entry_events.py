@@ -2,9 +2,11 @@
 
 An entry's id derives from its scope and content, so the same memory remembered twice is stored once.
 A publisher that chose its own ids could reuse one: the entry was acknowledged, logged as remembered,
-and stored nowhere. Now a reused id with other content (or another organization's id) is dead-lettered.
+and stored nowhere. Now a reused id with other content is dead-lettered. Each organization's ids are its
+own: another organization's event under the same id is stored there, and tells it nothing.
 """
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -12,6 +14,9 @@ import pytest
 from nats.js import JetStreamContext
 
 from cortex_contracts.memory import MemoryPartition
+from cortex_gateway.auth import Caller
+from cortex_gateway.routes.entries import EntryCreate, entry_id
+from cortex_store.models import MemberRole
 from tests.conftest import OrgFactory
 from tests.dlq import read_dead_letters
 from tests.events import publish_remembered, remembered_event
@@ -31,22 +36,57 @@ async def remembered_by_api(org: Any, content: str) -> uuid.UUID:
     return uuid.UUID(response.json()["id"])
 
 
-async def test_an_entry_id_reused_for_other_content_or_by_another_organization_is_dead_lettered(
+async def test_an_entry_id_reused_for_other_content_is_dead_lettered(
     make_org: OrgFactory, js: JetStreamContext
 ) -> None:
-    mine, theirs = await make_org(), await make_org()
+    mine = await make_org()
     taken = await remembered_by_api(mine, "The deploy freeze starts on Fridays at noon.")
 
     await remember(js, mine.id, taken, "The deploy freeze starts on Fridays at noon.")  # the same: deduplicated
     await remember(js, mine.id, taken, "Something else entirely.")
-    await remember(js, theirs.id, taken, "Another organization's entry under that id.")
 
-    (mine_letter,) = await read_dead_letters(js, mine.id, 1, stream="memory")
-    (their_letter,) = await read_dead_letters(js, theirs.id, 1, stream="memory")
-    for letter in (mine_letter, their_letter):
-        assert f"entryId {taken} already names another entry" in letter.record["error"]
+    (letter,) = await read_dead_letters(js, mine.id, 1, stream="memory")
+    assert f"entryId {taken} already names another entry" in letter.record["error"]
     recalled = await mine.member.get("/api/memory/recall", params={"q": "deploy freeze Fridays"})
     assert [item["id"] for item in recalled.json()["items"]] == [str(taken)]
+
+
+async def test_another_organization_cannot_take_or_probe_an_entry_id(
+    make_org: OrgFactory, js: JetStreamContext
+) -> None:
+    mine, theirs = await make_org(), await make_org()
+    held = await remembered_by_api(theirs, "The staging cluster is rebuilt every Monday.")
+    upcoming = "Our release train leaves on Tuesdays."
+    predicted = entry_id(
+        Caller("someone", mine.id, None, MemberRole.MEMBER),
+        EntryCreate.model_validate({"content": upcoming, "partition": "semantic", "tier": "org"}),
+    )
+
+    # They publish, on their own subject, under ids they can predict: one this organization holds, one it
+    # is about to take. Before, the first was dead-lettered ("already names another entry": an answer to
+    # "do you hold this memory?") and the second blocked this organization's entry for good (504).
+    await remember(js, mine.id, held, "Probing for their staging schedule.")
+    await remember(js, theirs.id, predicted, "Claimed before they remember it.")
+    await recalled_eventually(theirs, "claimed before", "Claimed before they remember it.")
+
+    assert await remembered_by_api(mine, upcoming) == predicted
+    for org, q, expected in (
+        (mine, "release train Tuesdays", upcoming),
+        (mine, "staging schedule", "Probing for their staging schedule."),
+        (theirs, "staging cluster Monday", "The staging cluster is rebuilt every Monday."),
+    ):
+        await recalled_eventually(org, q, expected)
+    assert await read_dead_letters(js, mine.id, 0, stream="memory") == []
+
+
+async def recalled_eventually(org: Any, q: str, content: str) -> None:
+    """Entries published as events are stored when the indexer gets to them."""
+    async with asyncio.timeout(15):
+        while True:
+            recalled = await org.member.get("/api/memory/recall", params={"q": q})
+            if content in [item["content"] for item in recalled.json()["items"]]:
+                return
+            await asyncio.sleep(0.2)
 
 
 @pytest.mark.parametrize("remembered_at", ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59Z"])

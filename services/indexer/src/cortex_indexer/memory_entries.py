@@ -27,15 +27,14 @@ INSERT INTO memory_entry (id, organization_id, tenant_id, partition, tier, work_
                           embedding_input)
 VALUES (:id, :org, :tenant, CAST(:partition AS memory_partition), CAST(:tier AS memory_tier), :work, :session,
         :agent, :run, :content, :hash, CAST(:metadata AS jsonb), :at, :at, CAST(:embedding AS vector), :embedding_input)
-ON CONFLICT (id) DO NOTHING
+ON CONFLICT (organization_id, id) DO NOTHING
 RETURNING id
 """)
-# Under row-level security: another organization's entry is not seen.
-STORED_HASH = text("SELECT content_hash FROM memory_entry WHERE id = :id")
+STORED_HASH = text("SELECT content_hash FROM memory_entry WHERE organization_id = :org AND id = :id")
 # BM25 needs each entry's length in the lexemes PostgreSQL's text analysis produced.
 COUNT_TOKENS = text("""
 UPDATE memory_entry m SET token_count = coalesce((SELECT sum(array_length(u.positions, 1)) FROM unnest(m.tsv) u), 0)
-WHERE m.id = :id
+WHERE m.organization_id = :org AND m.id = :id
 """)
 
 
@@ -101,13 +100,13 @@ def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[
                 },
             )
             if inserted.first() is not None:
-                await session.execute(COUNT_TOKENS, {"id": entry.entry_id})
-            elif (await session.scalar(STORED_HASH, {"id": entry.entry_id})) != content_hash:
+                await session.execute(COUNT_TOKENS, {"org": entry.organization_id, "id": entry.entry_id})
+            elif (
+                await session.scalar(STORED_HASH, {"org": entry.organization_id, "id": entry.entry_id})
+            ) != content_hash:
                 # Ids derive from scope and content, so this is a publisher's own id reused: storing nothing
-                # and acknowledging it lost the entry without a word.
-                raise PoisonMessage(
-                    f"entryId {entry.entry_id} already names another entry (other content, or another organization's)"
-                )
+                # and acknowledging it lost the entry without a word. (Each organization's ids are its own.)
+                raise PoisonMessage(f"entryId {entry.entry_id} already names another entry of this organization")
         log.info("remembered entry %s", entry.entry_id)
 
     return handle
