@@ -46,6 +46,18 @@ def test_nul_characters_are_refused_in_keys_and_values(metadata: dict[str, Any])
         checked_metadata(metadata)
 
 
+@pytest.mark.parametrize("text", ["\\u0000", "C:\\\\u0000", "\\\\\\u0000"])
+def test_the_text_of_a_nul_escape_is_not_a_nul(text: str) -> None:
+    # Before: found as `\u0000` in the encoded JSON, where an escaped backslash precedes "u0000".
+    assert checked_metadata({"path": text, text: 1}) == {"path": text, text: 1}
+
+
+@pytest.mark.parametrize("text", ["\\\u0000", "\\\\\u0000"])
+def test_a_nul_after_backslashes_is_still_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="NUL"):
+        checked_metadata({"a": text})
+
+
 def test_more_than_16_kib_is_refused() -> None:
     with pytest.raises(ValueError, match="16 KiB"):
         checked_metadata({"text": "x" * 16 * 1024})

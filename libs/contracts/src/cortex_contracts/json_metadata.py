@@ -7,12 +7,16 @@ pydantic's serialiser (a 500 at ~250 levels) before it ever reaches the database
 """
 
 import json
+import re
 from typing import Annotated, Any
 
 from pydantic import AfterValidator
 
 MAX_METADATA_BYTES = 16 * 1024
 MAX_METADATA_DEPTH = 32
+# A NUL escaped in the encoded JSON: `\u0000` after an even run of backslashes. After an odd run it is the
+# text "\u0000" (an escaped backslash, then "u0000"), which jsonb stores as sent.
+_NUL_ESCAPE = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")
 
 
 def _depth(value: Any) -> int:
@@ -41,7 +45,7 @@ def checked_metadata(value: dict[str, Any]) -> dict[str, Any]:
         raise ValueError("metadata must be valid Unicode: it holds a lone surrogate") from exc
     if size > MAX_METADATA_BYTES:
         raise ValueError(f"metadata is limited to {MAX_METADATA_BYTES // 1024} KiB of JSON")
-    if "\\u0000" in encoded:
+    if _NUL_ESCAPE.search(encoded):
         raise ValueError("metadata must not contain NUL characters")
     return value
 
