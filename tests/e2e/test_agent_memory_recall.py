@@ -89,3 +89,17 @@ async def test_identical_entries_sent_at_once_are_one_memory_and_only_one_answer
     assert all(response.status_code in (200, 201) for response in responses[6:])  # waited until stored
     stats = await org.member.get("/api/memory/stats")
     assert stats.json()["memoryEntries"] == 1
+
+
+async def test_an_empty_session_or_agent_id_names_none(org: Org) -> None:
+    # The entry's id treats "" as no session; before, whichever came first decided what was stored.
+    body = {"content": "Backups run at 02:00 UTC", "memorySessionId": "", "agentId": ""}
+    first = await org.member.post("/api/memory/entries", params={"wait": "true"}, json=body)
+    again = await org.member.post("/api/memory/entries", json={"content": "Backups run at 02:00 UTC"})
+
+    assert first.status_code == 201, first.text
+    assert again.json() == {"id": first.json()["id"], "deduplicated": True}
+    response = await org.member.get("/api/memory/recall", params={"q": "backups"})
+    (item,) = [item for item in response.json()["items"] if item["id"] == first.json()["id"]]
+    assert "memorySessionId" not in item or item["memorySessionId"] is None
+    assert "agentId" not in item or item["agentId"] is None

@@ -2,10 +2,10 @@
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 from uuid import UUID
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from cortex_contracts.base import NO_NUL, WireModel
 from cortex_contracts.json_metadata import JsonMetadata
@@ -30,6 +30,15 @@ class MemoryTier(StrEnum):
     GLOBAL = "global"
 
 
+def _none_if_empty(value: str | None) -> str | None:
+    """An empty session, agent or run id names none: an entry's id is derived that way (the same memory
+    sent with `""` and without is one entry), so it is stored that way too."""
+    return value or None
+
+
+ScopeName = Annotated[str | None, AfterValidator(_none_if_empty)]
+
+
 class EntryRemembered(WireModel):
     entry_id: UUID = Field(description="Derived from the scope and the content: the same memory, the same id.")
     organization_id: UUID
@@ -37,9 +46,9 @@ class EntryRemembered(WireModel):
     partition: MemoryPartition
     tier: MemoryTier
     work_id: UUID | None = None
-    memory_session_id: str | None = Field(default=None, max_length=200, pattern=NO_NUL)
-    agent_id: str | None = Field(default=None, max_length=200, pattern=NO_NUL)
-    agent_run_id: str | None = Field(default=None, max_length=200, pattern=NO_NUL)
+    memory_session_id: ScopeName = Field(default=None, max_length=200, pattern=NO_NUL)
+    agent_id: ScopeName = Field(default=None, max_length=200, pattern=NO_NUL)
+    agent_run_id: ScopeName = Field(default=None, max_length=200, pattern=NO_NUL)
     metadata: JsonMetadata | None = Field(
         default=None, description="Free-form JSON: at most 16 KiB, 32 levels deep, finite numbers, no NUL."
     )

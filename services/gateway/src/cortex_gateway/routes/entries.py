@@ -28,6 +28,7 @@ from cortex_contracts.memory import (
     MemoryTier,
     Recalled,
     RecallRequest,
+    ScopeName,
 )
 from cortex_contracts.rpc import AgentMemoriesReply, EntryReply, RecallReply
 from cortex_gateway.aggregator_client import ask_aggregator, relay_aggregator
@@ -51,9 +52,9 @@ class EntryCreate(BaseModel):
     partition: MemoryPartition = MemoryPartition.EPISODIC
     tier: MemoryTier = MemoryTier.SESSION
     work_id: uuid.UUID | None = Field(default=None, alias="workId")
-    memory_session_id: str | None = Field(default=None, alias="memorySessionId", max_length=200, pattern=NO_NUL)
-    agent_id: str | None = Field(default=None, alias="agentId", max_length=200, pattern=NO_NUL)
-    agent_run_id: str | None = Field(default=None, alias="agentRunId", max_length=200, pattern=NO_NUL)
+    memory_session_id: ScopeName = Field(default=None, alias="memorySessionId", max_length=200, pattern=NO_NUL)
+    agent_id: ScopeName = Field(default=None, alias="agentId", max_length=200, pattern=NO_NUL)
+    agent_run_id: ScopeName = Field(default=None, alias="agentRunId", max_length=200, pattern=NO_NUL)
     metadata: JsonMetadata | None = None
 
     @field_validator("content")
