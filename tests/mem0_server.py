@@ -1,9 +1,10 @@
 """A local HTTP server that answers like mem0's REST API (`POST /search`, `GET /memories`) — or fails
-the way a real one can: slow, 404 on listing, 500. Runs in a thread on a free loopback port."""
+the way a real one can: slow, 404 on listing, 500, an answer of its own. Runs in a thread on a free
+loopback port."""
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -18,6 +19,7 @@ class Behaviour(StrEnum):
     SLOW = "slow"  # answers correctly, but only after `delay` seconds
     LIST_404 = "list-404"  # a server without the listing endpoint; search works
     ERROR_500 = "error-500"  # every call fails
+    RAW = "raw"  # every call is answered 200 with `raw`, the bytes as they are
 
 
 @dataclass
@@ -26,6 +28,8 @@ class Mem0Server:
     behaviour: Behaviour
     delay: float
     memories: list[dict[str, Any]] = field(default_factory=list)
+    raw: bytes = b""
+    raw_length_sent: bool = True  # False: no Content-Length, the body ends when the connection closes
     requests: list[tuple[str, str, dict[str, Any]]] = field(default_factory=list)  # method, path, params/body
 
     def add(self, memory: str, *, user_id: str, agent_id: str | None = None, run_id: str | None = None) -> None:
@@ -61,7 +65,19 @@ def serving_mem0(behaviour: Behaviour = Behaviour.NORMAL, delay: float = 3.0) ->
         def _answer(self, status: int, body: Any) -> None:
             if state.behaviour is Behaviour.SLOW:
                 time.sleep(state.delay)
-            self.send_json(status, body)
+            if state.behaviour is Behaviour.RAW:
+                self._answer_raw()
+            else:
+                self.send_json(status, body)
+
+        def _answer_raw(self) -> None:
+            with suppress(BrokenPipeError, ConnectionResetError):  # the client may stop reading early
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if state.raw_length_sent:
+                    self.send_header("Content-Length", str(len(state.raw)))
+                self.end_headers()
+                self.wfile.write(state.raw)
 
         def do_GET(self) -> None:  # noqa: N802 - http.server names them
             url = urlsplit(self.path)

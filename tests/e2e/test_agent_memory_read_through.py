@@ -149,3 +149,53 @@ async def test_a_failing_backend_leaves_its_part_empty_and_the_page_answers_200(
     logged = [r.getMessage() for r in caplog.records if "external agent memory failed" in r.getMessage()]
     assert len(logged) == sum(expected.values())
     assert all(f"reason={reason}" in line for line in logged)
+
+
+def answering(*records: str) -> bytes:
+    return ('{"results": [' + ", ".join(records) + "]}").encode()
+
+
+@pytest.mark.parametrize(
+    ("answer", "contents", "reason"),
+    [
+        (
+            answering('{"id": "b1", "memory": "Deploys score high", "score": ' + "9" * 400 + "}"),
+            ["Deploys score high"],
+            None,
+        ),
+        (answering('{"id": "s1", "memory": "Deploys \\ud800"}', '{"id": "\\udfff", "memory": "Deploys"}'), [], None),
+        (
+            answering('{"id": "d1", "memory": "Deploys deep", "metadata": ' + '{"a": ' * 300 + "1" + "}" * 300 + "}"),
+            ["Deploys deep"],
+            None,
+        ),
+        (answering('{"id": "h1", "memory": "' + "z" * 9_000_000 + '"}'), [], "bad_response"),  # over the size cap
+    ],
+    ids=["huge-score", "lone-surrogates", "deep-metadata", "9-MB"],
+)
+async def test_an_answer_no_reply_could_carry_leaves_the_page_200(
+    org: Org,
+    attach_mem0: Attach,
+    reader: InMemoryMetricReader,
+    answer: bytes,
+    contents: list[str],
+    reason: str | None,
+) -> None:
+    await remember(org, "Deploys happen from the release branch")
+    with serving_mem0(Behaviour.RAW) as server:
+        server.raw = answer
+        attach_mem0(server.url)
+        status, recalled, recall_seconds = await timed_get(org, "/api/memory/recall", {"q": "deploys"})
+        listed_status, listed, list_seconds = await timed_get(org, "/api/memory/agent-memories", {})
+
+    assert (status, listed_status) == (200, 200)
+    assert recall_seconds < PAGE_BUDGET
+    assert list_seconds < PAGE_BUDGET
+    assert [item["content"] for item in recalled["items"]] == ["Deploys happen from the release branch"]
+    source = {"source": "mem0", "ok": reason is None, **({"reason": reason} if reason else {})}
+    for page, external in ((recalled, recalled["external"]), (listed, listed["items"])):
+        assert [e["content"] for e in external] == contents
+        assert all("score" not in e and "metadata" not in e for e in external)
+        assert page["sources"] == [source]
+    assert failures(reader) == ({("search", reason): 1, ("list", reason): 1} if reason else {})
+    assert {path for _, path, _ in server.requests} == {"/search", "/memories"}  # the answer was asked for

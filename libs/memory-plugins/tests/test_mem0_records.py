@@ -1,11 +1,13 @@
 """What the mem0 plugin makes of mem0's answers and settings, without a server."""
 
+import json
 import uuid
 from importlib.metadata import entry_points
+from typing import Any
 
 import pytest
 
-from cortex_contracts.memory import AgentMemoryReader, MemoryNamespace
+from cortex_contracts.memory import MAX_ENTRY_CHARS, AgentMemoryReader, MemoryNamespace
 from cortex_contracts.plugins import PluginNotConfigured
 from cortex_memory_plugins.fencing import fence
 from cortex_memory_plugins.mem0 import Mem0Memory, _memory, _records, create, namespace_params
@@ -32,6 +34,63 @@ def test_both_mem0_answer_shapes_are_read() -> None:
 @pytest.mark.parametrize("raw", [None, "text", {"id": "a"}, {"memory": "no id"}, {"id": "a", "memory": 3}])
 def test_malformed_records_are_skipped(raw: object) -> None:
     assert _memory(raw) is None
+
+
+@pytest.mark.parametrize(
+    "score", [10**400, float("nan"), float("inf"), float("-inf")], ids=["400-digits", "nan", "inf", "-inf"]
+)
+def test_a_score_no_float_can_hold_is_left_out(score: float) -> None:
+    memory = _memory({"id": "a", "memory": "likes tea", "score": score})  # `1e999`, `NaN`, 400 digits in JSON
+    assert memory is not None
+    assert memory.score is None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"id": "a", "memory": "lone \ud800 surrogate"},
+        {"id": "\udfff", "memory": "likes tea"},
+        {"id": "a" * 201, "memory": "likes tea"},
+        {"id": {"nested": 1}, "memory": "likes tea"},
+    ],
+    ids=["lone-surrogate-text", "lone-surrogate-id", "long-id", "object-id"],
+)
+def test_a_record_whose_text_or_id_no_reply_can_carry_is_skipped(raw: dict[str, Any]) -> None:
+    assert _memory(raw) is None
+
+
+def nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"leaf": 1}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("metadata", nested(300)),  # deeper than a reply can be serialised
+        ("metadata", nested(33)),
+        ("metadata", {"k": "v" * 17_000}),
+        ("metadata", {"\ud800": "x"}),
+        ("metadata", {"a": float("nan")}),
+        ("agent_id", "bot \ud800"),
+        ("run_id", "r" * 201),
+    ],
+    ids=["300-levels", "33-levels", "over-16-KiB", "lone-surrogate-key", "nan", "agent-id-surrogate", "long-run-id"],
+)
+def test_an_optional_field_no_reply_should_carry_is_left_out(field: str, value: Any) -> None:
+    memory = _memory({"id": "a", "memory": "likes tea", field: value})
+    assert memory is not None
+    assert (memory.metadata, memory.agent_id, memory.run_id) == (None, None, None)
+    assert json.loads(memory.to_wire())["content"] == "likes tea"
+
+
+def test_the_text_is_cut_to_the_length_of_cortexs_own_entries() -> None:
+    memory = _memory({"id": "a", "memory": "z" * 9_000_000})
+    assert memory is not None
+    assert memory.content == "z" * MAX_ENTRY_CHARS
+    assert memory.fenced == fence("mem0", "z" * MAX_ENTRY_CHARS)
 
 
 def test_namespaces_map_organization_work_and_agent() -> None:

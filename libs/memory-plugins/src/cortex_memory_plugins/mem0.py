@@ -11,8 +11,11 @@ Enabled when `CORTEX_MEM0_URL` is set (settings below, prefix `CORTEX_MEM0_`).
 """
 
 import asyncio
+import json
+import math
 import time
 from datetime import datetime
+from itertools import islice
 from typing import Any
 
 import httpx
@@ -20,7 +23,9 @@ from opentelemetry.metrics import Meter
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cortex_contracts.json_metadata import checked_metadata
 from cortex_contracts.memory import (
+    MAX_ENTRY_CHARS,
     ExternalMemories,
     ExternalMemory,
     ExternalMemoryFailure,
@@ -32,6 +37,7 @@ from cortex_memory_plugins.failures import FailureRecorder
 from cortex_memory_plugins.fencing import fence
 
 NAME = "mem0"
+MAX_ID_CHARS = 200  # an id, agent id or run id longer than this is no id (mem0's are UUIDs)
 
 
 class Mem0Settings(BaseSettings):
@@ -40,6 +46,12 @@ class Mem0Settings(BaseSettings):
     url: str | None = Field(default=None, description="The mem0 server's base URL; unset: the plugin is off.")
     api_key: SecretStr | None = Field(default=None, description="Sent as `Authorization: Token <key>`.")
     timeout_seconds: float = Field(default=0.3, gt=0, le=30, description="Whole-call budget, connect included.")
+    max_response_bytes: int = Field(
+        default=2 * 1024 * 1024,
+        ge=1024,
+        description="A longer answer is refused (`bad_response`) without reading the rest: parsing it would"
+        " hold up every other request of the aggregator.",
+    )
 
 
 def namespace_params(namespace: MemoryNamespace) -> dict[str, str]:
@@ -66,21 +78,60 @@ def _created_at(value: Any) -> datetime | None:
         return None
 
 
-def _memory(raw: Any) -> ExternalMemory | None:
-    """One mem0 record (`id`, `memory`, optional `score`, `metadata`, `agent_id`, `run_id`, `created_at`)."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("memory"), str) or raw.get("id") is None:
+def _relayable(text: str) -> bool:
+    """False for text with a lone surrogate (JSON's `\\ud800`): it has no UTF-8, so no reply can carry it."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _short_text(value: Any) -> str | None:
+    return value if isinstance(value, str) and len(value) <= MAX_ID_CHARS and _relayable(value) else None
+
+
+def _score(value: Any) -> float | None:
+    """A finite number, else None: `1e999` reads as infinity, and a 400-digit integer overflows a float."""
+    if not isinstance(value, int | float):
         return None
-    score, metadata = raw.get("score"), raw.get("metadata")
+    try:
+        score = float(value)
+    except OverflowError:
+        return None
+    return score if math.isfinite(score) else None
+
+
+def _metadata(value: Any) -> dict[str, Any] | None:
+    """Within the limits of Cortex's own metadata (16 KiB, 32 levels, valid Unicode, finite numbers), else None."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        return checked_metadata(value)
+    except ValueError:
+        return None
+
+
+def _memory(raw: Any) -> ExternalMemory | None:
+    """One mem0 record (`id`, `memory`, optional `score`, `metadata`, `agent_id`, `run_id`, `created_at`).
+
+    None without an id and a text a reply can carry. The text is cut to `MAX_ENTRY_CHARS`, as Cortex's
+    own entries are; an optional field that is unusable or too large is left out."""
+    if not isinstance(raw, dict) or not isinstance(raw.get("memory"), str) or not isinstance(raw.get("id"), str | int):
+        return None
+    record_id, content = _short_text(str(raw["id"])), raw["memory"][:MAX_ENTRY_CHARS]
+    if record_id is None or not _relayable(content):
+        return None
     try:
         return ExternalMemory(
             source=NAME,
-            id=str(raw["id"]),
-            content=raw["memory"],
-            fenced=fence(NAME, raw["memory"]),
-            score=float(score) if isinstance(score, int | float) else None,
-            agent_id=raw.get("agent_id") if isinstance(raw.get("agent_id"), str) else None,
-            run_id=raw.get("run_id") if isinstance(raw.get("run_id"), str) else None,
-            metadata=metadata if isinstance(metadata, dict) else None,
+            id=record_id,
+            content=content,
+            fenced=fence(NAME, content),
+            score=_score(raw.get("score")),
+            agent_id=_short_text(raw.get("agent_id")),
+            run_id=_short_text(raw.get("run_id")),
+            metadata=_metadata(raw.get("metadata")),
             created_at=_created_at(raw.get("created_at")),
         )
     except ValidationError:
@@ -106,10 +157,13 @@ class Mem0Memory:
         if not settings.url:
             raise PluginNotConfigured("CORTEX_MEM0_URL is not set")
         self.timeout = settings.timeout_seconds
+        self.max_response_bytes = settings.max_response_bytes
         headers = {"Authorization": f"Token {settings.api_key.get_secret_value()}"} if settings.api_key else {}
         self.client = httpx.AsyncClient(
             base_url=settings.url.rstrip("/"), headers=headers, timeout=httpx.Timeout(self.timeout)
         )
+        # As it may be shown (health, logs): userinfo and a query can carry credentials.
+        self.shown_url = self.client.base_url.copy_with(userinfo=b"", query=None, fragment=None)
         self.failures = FailureRecorder(NAME, meter)
 
     async def search(self, namespace: MemoryNamespace, query: str, limit: int) -> ExternalMemories:
@@ -124,7 +178,7 @@ class Mem0Memory:
         """None when the server answers a listing within the budget, else why not."""
         probe = MemoryNamespace.model_validate({"organizationId": "00000000-0000-0000-0000-000000000000"})
         result = await self.list_memories(probe, 1)
-        return None if result.status.ok else f"mem0 at {self.client.base_url}: {result.status.reason}"
+        return None if result.status.ok else f"mem0 at {self.shown_url}: {result.status.reason}"
 
     async def aclose(self) -> None:
         await self.client.aclose()
@@ -134,6 +188,7 @@ class Mem0Memory:
         try:
             async with asyncio.timeout(self.timeout):  # httpx's timeout is per phase; this bounds the whole call
                 records = await self._send(request)
+            items = list(islice(filter(None, map(_memory, records)), limit))  # map only as many as asked for
         except _Failed as failed:
             return self._failed(operation, failed.reason, started, str(failed))
         except TimeoutError:
@@ -144,23 +199,35 @@ class Mem0Memory:
             return self._failed(operation, ExternalMemoryFailure.UNAVAILABLE, started, repr(exc))
         except Exception as exc:  # noqa: BLE001 — best effort: nothing from a backend may fail the page
             return self._failed(operation, ExternalMemoryFailure.UNAVAILABLE, started, repr(exc))
-        items = [memory for memory in map(_memory, records) if memory is not None][:limit]
         return ExternalMemories(items=items, status=ExternalSourceStatus(source=NAME, ok=True))
 
     async def _send(self, request: httpx.Request) -> list[Any]:
-        response = await self.client.send(request)
-        status = response.status_code
-        if status == 404:
-            raise _Failed(ExternalMemoryFailure.NOT_FOUND, f"{request.method} {request.url.path}: 404")
-        if status >= 500:
-            raise _Failed(ExternalMemoryFailure.SERVER_ERROR, f"{request.method} {request.url.path}: {status}")
-        if status >= 400:
-            raise _Failed(ExternalMemoryFailure.CLIENT_ERROR, f"{request.method} {request.url.path}: {status}")
+        response = await self.client.send(request, stream=True)
         try:
-            body = response.json()
-        except ValueError as exc:
+            status = response.status_code
+            if status == 404:
+                raise _Failed(ExternalMemoryFailure.NOT_FOUND, f"{request.method} {request.url.path}: 404")
+            if status >= 500:
+                raise _Failed(ExternalMemoryFailure.SERVER_ERROR, f"{request.method} {request.url.path}: {status}")
+            if status >= 400:
+                raise _Failed(ExternalMemoryFailure.CLIENT_ERROR, f"{request.method} {request.url.path}: {status}")
+            content = await self._read(response)
+        finally:
+            await response.aclose()
+        try:
+            body = json.loads(content)
+        except (ValueError, RecursionError) as exc:  # RecursionError: nested deeper than the parser goes
             raise _Failed(ExternalMemoryFailure.BAD_RESPONSE, f"not JSON: {exc}") from exc
         return _records(body)
+
+    async def _read(self, response: httpx.Response) -> bytes:
+        """The body, refused once it runs past `max_response_bytes` (decoded, so a compressed one too)."""
+        content = bytearray()
+        async for chunk in response.aiter_bytes():
+            content += chunk
+            if len(content) > self.max_response_bytes:
+                raise _Failed(ExternalMemoryFailure.BAD_RESPONSE, f"answer over {self.max_response_bytes} bytes")
+        return bytes(content)
 
     def _failed(self, operation: str, reason: ExternalMemoryFailure, started: float, detail: str) -> ExternalMemories:
         self.failures.record(operation, reason, time.monotonic() - started, detail)

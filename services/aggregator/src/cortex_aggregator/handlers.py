@@ -50,7 +50,12 @@ def rpc_handler(
         except Exception:
             log.exception("%s failed", request_model.__name__)
             reply = reply_model(error=RpcError(status=500, title="Internal error", detail="the request failed"))
-        return reply.to_wire()
+        try:
+            return reply.to_wire()
+        except Exception:  # e.g. text with a lone surrogate (no UTF-8), or nested too deep to serialise
+            log.exception("%s: the reply cannot be serialised", request_model.__name__)
+            failed = reply_model(error=RpcError(status=500, title="Internal error", detail="the reply cannot be sent"))
+            return failed.to_wire()
 
     return handle
 
