@@ -151,6 +151,10 @@ DEAD_LETTER_FIELDS = {
     "payload": "The original message body.",
     "payloadEncoding": "How `payload` is encoded.",
 }
+TRUNCATED = (
+    "Present (true) when the event was too large for its letter: `payload` holds only its start, and"
+    " `cortex dlq replay` refuses the letter."
+)
 _JSON_TYPES = {str: "string", int: "integer", dict: "object"}
 
 
@@ -178,11 +182,15 @@ def dead_letter_schemas() -> tuple[Schema, Schema]:
         )
     properties["headers"]["additionalProperties"] = {"type": "string"}
     properties["payloadEncoding"]["enum"] = sorted({record["payloadEncoding"] for record in records})
+    required = list(properties)
+    # Only in a letter whose event was too large for it (over NATS's max_payload): `payload` is its start.
+    properties["payloadTruncated"] = {"type": "boolean", "const": True, "description": TRUNCATED}
+    properties["originalPayloadBytes"] = {"type": "integer", "description": "The whole event's size, in bytes."}
     record = {
         "type": "object",
         "description": "What `send_dead_letter` publishes; the record is JSON whatever the original was.",
         "properties": properties,
-        "required": list(properties),
+        "required": required,
         "additionalProperties": False,
     }
     headers_schema = {

@@ -3,17 +3,22 @@ uploaded late, an organization created late), sends them again; the events are i
 gone, and another organization's stay where they are."""
 
 import asyncio
+import os
+import signal
 import uuid
+from pathlib import Path
 
 import pytest
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.api import ObjectStoreConfig
 
+from cortex_cli import dead_letters
 from cortex_contracts import subjects
 from cortex_gateway.tokens import issue_token
 from cortex_indexer.uploads import document_id_for
-from tests.cli_runs import cli
+from cortex_messaging.dead_letter import DeadLetter, send_dead_letter
+from tests.cli_runs import cli, cli_process
 from tests.conftest import Org
 from tests.dlq import read_dead_letters
 from tests.events import IndexedWatcher, publish_upload, publish_upsert, search_ids, upload_event, upsert_event
@@ -136,3 +141,78 @@ async def _listed(migrated: Infrastructure, org: Org, capsys: pytest.CaptureFixt
     assert await cli(migrated, ["dlq", "list", "--org", org.slug]) == 0
     out = capsys.readouterr().out
     return [] if out == "no dead letters\n" else out.splitlines()
+
+
+async def test_replaying_all_ends_with_the_letters_it_found_though_their_events_fail_again(
+    org: Org, migrated: Infrastructure, js: JetStreamContext, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Before: `--all` went on to the DLQ's end as it moved, which its own replays, failing again, kept pushing
+    further: 4,434 replays of 22 letters in 40 s, and it did not end."""
+    count, subject = 20, subjects.kb_document_upserted(org.id)
+    for _ in range(count):
+        await js.publish(subject, b'{"id": "1", "type": ')  # dead-lettered at once, and again when replayed
+    await read_dead_letters(js, org.id, count)
+    numbers = [line.split()[0] for line in await _listed(migrated, org, capsys)]
+    assert len(numbers) == count
+
+    done = await cli_process(migrated, tmp_path, ["dlq", "replay", "--org", org.slug, "--all"])
+
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [f"replayed {number}: {subject}" for number in numbers]
+    # The events did fail again: as many new letters, after those replayed, and left for the next run.
+    async with asyncio.timeout(30):
+        while len(again := await _listed(migrated, org, capsys)) < count:
+            await asyncio.sleep(0.2)
+    assert len(again) == count
+    assert min(int(line.split()[0]) for line in again) > max(map(int, numbers))
+
+
+class Interrupted(Exception):
+    pass
+
+
+async def test_each_replay_is_told_as_soon_as_it_is_done(js: JetStreamContext, migrated: Infrastructure) -> None:
+    """So that a run cut short (Ctrl-C, a lost connection) leaves a record of what it sent: `cortex dlq replay`
+    prints each line as it is told. Before: nothing was said until the end."""
+    org_id = uuid.uuid4()
+    for n in range(4):
+        letter = DeadLetter(
+            subjects.kb_document_upserted(org_id), "tests", "poison message", f"letter {n}", 1, {}, b"{}"
+        )
+        await send_dead_letter(js, letter)
+    numbers = [letter.sequence for letter in await dead_letters.list_letters(migrated.nats_url, org_id)]
+    told: list[int] = []
+
+    def interrupt_at_the_second(letter: dead_letters.Letter) -> None:
+        told.append(letter.sequence)
+        if len(told) == 2:
+            raise Interrupted
+
+    with pytest.raises(Interrupted):
+        await dead_letters.replay_letters(migrated.nats_url, org_id, None, interrupt_at_the_second)
+
+    assert told == numbers[:2]
+    # (Where the indexer runs, the two replayed fail again: new letters, after these.)
+    left = [
+        letter
+        for letter in await dead_letters.list_letters(migrated.nats_url, org_id)
+        if letter.sequence <= numbers[-1]
+    ]
+    assert [(letter.sequence, letter.error) for letter in left] == [(numbers[2], "letter 2"), (numbers[3], "letter 3")]
+
+
+async def test_a_listing_into_a_closed_pipe_ends_quietly(
+    migrated: Infrastructure, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`cortex dlq list --org X | head -1`. Before: "error: cannot connect to the database: [Errno 32] Broken pipe"
+    and exit code 1 (a long listing), or Python's "Exception ignored" and exit code 120 (a short one)."""
+    slug = f"pipe-{uuid.uuid4().hex[:12]}"
+    assert await cli(migrated, ["token", "--org", slug, "--user", "ops", "--create"]) == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = await cli_process(migrated, tmp_path, ["dlq", "list", "--org", slug], stdout=write_end)
+    finally:
+        os.close(write_end)
+
+    assert (done.returncode, done.stderr) == (128 + signal.SIGPIPE, "")

@@ -13,9 +13,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from cortex_contracts import subjects
+from tests.cli_runs import cli
 from tests.conftest import Org
 from tests.dlq import read_dead_letters
-from tests.events import IndexedWatcher, publish_upsert, search_ids, upsert_event
+from tests.events import IndexedWatcher, publish_remembered, publish_upsert, remembered_event, search_ids, upsert_event
+from tests.infrastructure import Infrastructure
 from tests.services import RunningServices
 from tests.spans import new_trace, wait_handled
 
@@ -173,3 +175,56 @@ async def test_an_event_for_an_unknown_organization_is_retried_with_backoff_then
     starts = [(span.start_time or 0) / 1e9 for span in deliveries]
     assert starts[1] - starts[0] >= 0.9
     assert starts[2] - starts[1] >= 4.5
+
+
+async def test_a_large_event_of_non_ascii_text_is_dead_lettered_whole(org: Org, js: JetStreamContext) -> None:
+    """6 MB of "é" in a memory entry (too long to remember). Before: its letter, each "é" escaped to 6 bytes,
+    was 18 MB, over NATS's max_payload (8 MB here): the event was redelivered every 30 s, for ever, and never
+    reached the DLQ."""
+    entry = remembered_event(org.id, uuid.uuid4(), "to be replaced")
+    event = entry.model_copy(update={"data": entry.data | {"content": "é" * 3_000_000}})
+    await publish_remembered(js, event)
+
+    (letter,) = await read_dead_letters(js, org.id, 1, stream="memory")
+
+    assert "content" in letter.record["error"]
+    assert "payloadTruncated" not in letter.record
+    assert letter.record["payload"].encode() == event.to_wire()
+
+
+async def test_an_event_too_large_for_its_letter_is_kept_in_part_and_not_replayed(
+    org: Org,
+    js: JetStreamContext,
+    nats_client: NATS,
+    migrated: Infrastructure,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An event just under max_payload: with the letter's fields and headers, too large. Before: the letter was
+    never sent, and the event redelivered for ever; now it keeps the start of the event, and says so."""
+    untitled = missing_title(org.id)
+    event = json.loads(untitled.payload)
+    event["data"]["body"] = "x" * (nats_client.max_payload - len(untitled.payload) - 200)
+    wire = json.dumps(event).encode()
+    await js.publish(untitled.subject, wire, headers={"Nats-Msg-Id": event["id"]})
+
+    (letter,) = await read_dead_letters(js, org.id, 1)
+
+    assert (letter.record["payloadTruncated"], letter.record["originalPayloadBytes"]) == (True, len(wire))
+    assert wire.startswith(letter.record["payload"].encode())
+    assert letter.record["reason"] == "poison message"
+    assert "title" in letter.record["error"]
+    assert letter.record["subject"] == untitled.subject
+    assert letter.record["headers"] == {"Nats-Msg-Id": event["id"]}
+    # Listed like any other; but it cannot be sent again as the event it was, so it is not, and it stays.
+    assert await cli(migrated, ["dlq", "list", "--org", org.slug]) == 0
+    (line,) = capsys.readouterr().out.splitlines()
+    number = line.split()[0]
+    for which in ([number], ["--all"]):
+        assert await cli(migrated, ["dlq", "replay", "--org", org.slug, *which]) == 1
+        assert capsys.readouterr() == (
+            "",
+            f"error: letter {number} holds only the start of its event ({len(wire):,} bytes, too large for the "
+            "DLQ): not replayed\n",
+        )
+    assert await cli(migrated, ["dlq", "list", "--org", org.slug]) == 0
+    assert capsys.readouterr().out.splitlines() == [line]

@@ -4,14 +4,14 @@
 A replay publishes the original event, headers included, to its original subject, and then deletes the
 letter: if the event fails again it comes back as a new letter. The JetStream dedup id is left off, or a
 replay within two minutes of the original would be dropped as its duplicate; the indexer still handles
-each event id once.
+each event id once. A letter that holds only the start of its event (cut to fit the DLQ) is not replayed.
 """
 
 import base64
 import binascii
 import json
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -35,6 +35,7 @@ class Letter:
     error: str
     headers: dict[str, str]
     payload: bytes
+    cut_from: int | None = None  # the event's size, when `payload` is only its start (the whole was too large)
 
 
 def letter_from(raw: RawStreamMsg) -> Letter:
@@ -52,16 +53,22 @@ def letter_from(raw: RawStreamMsg) -> Letter:
         error=str(record.get("error", "")),
         headers={str(key): str(value) for key, value in (record.get("headers") or {}).items()},
         payload=data if data is not None else payload.encode(),
+        cut_from=int(record.get("originalPayloadBytes") or 0) if record.get("payloadTruncated") else None,
     )
 
 
-async def _letters(manager: JetStreamManager, organization_id: uuid.UUID) -> AsyncIterator[Letter]:
-    """Oldest first: every event subject names its organization second (`kb.<orgId>.…`, `memory.<orgId>.…`)."""
+async def _letters(
+    manager: JetStreamManager, organization_id: uuid.UUID, last: int | None = None
+) -> AsyncIterator[Letter]:
+    """Oldest first, up to DLQ sequence `last` if given: every event subject names its organization second
+    (`kb.<orgId>.…`, `memory.<orgId>.…`)."""
     subject, sequence = f"{DLQ_PREFIX}.*.{organization_id}.>", 1
     while True:
         try:
             raw = await manager.get_msg(STREAM_DLQ, seq=sequence, subject=subject, next=True)
         except NotFoundError:
+            return
+        if last is not None and (raw.seq or 0) > last:
             return
         yield letter_from(raw)
         sequence = (raw.seq or sequence) + 1
@@ -75,22 +82,32 @@ async def list_letters(nats_url: str, organization_id: uuid.UUID) -> list[Letter
         await nc.close()
 
 
-async def replay_letters(nats_url: str, organization_id: uuid.UUID, sequences: set[int] | None) -> list[Letter]:
-    """Sends again the organization's letters (those with these DLQ sequence numbers; None: all of them)."""
+async def replay_letters(
+    nats_url: str, organization_id: uuid.UUID, sequences: set[int] | None, done: Callable[[Letter], None]
+) -> list[Letter]:
+    """Sends again the organization's letters (those with these DLQ sequence numbers; None: all of them) that
+    are in the DLQ as it starts: events that fail again come back as letters after that, and are left there.
+    Calls `done` with each letter as soon as it is replayed, or refused (`cut_from`: it is kept); returns them."""
     nc = await connect_nats(nats_url)
-    replayed: list[Letter] = []
+    found: list[Letter] = []
     try:
         js, manager = nc.jetstream(), nc.jsm()
-        async for letter in _letters(manager, organization_id):
+        try:
+            last = (await manager.stream_info(STREAM_DLQ)).state.last_seq
+        except NotFoundError:
+            return found
+        async for letter in _letters(manager, organization_id, last):
             if sequences is not None and letter.sequence not in sequences:
                 continue
-            headers = {key: value for key, value in letter.headers.items() if key != DEDUP_HEADER}
-            await js.publish(letter.subject, letter.payload, headers=headers or None)
-            await manager.delete_msg(STREAM_DLQ, letter.sequence)
-            replayed.append(letter)
+            if letter.cut_from is None:
+                headers = {key: value for key, value in letter.headers.items() if key != DEDUP_HEADER}
+                await js.publish(letter.subject, letter.payload, headers=headers or None)
+                await manager.delete_msg(STREAM_DLQ, letter.sequence)
+            found.append(letter)
+            done(letter)
     finally:
         await disconnect(nc)
-    return replayed
+    return found
 
 
 def render(letters: list[Letter]) -> str:

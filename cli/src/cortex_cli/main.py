@@ -3,6 +3,7 @@
 import argparse
 import asyncio
 import os
+import signal
 import sys
 import uuid
 from collections.abc import Callable
@@ -169,14 +170,24 @@ def _dlq(args: argparse.Namespace) -> int:
         )
         return 2
     chosen = None if args.all else set(args.sequences)
-    replayed = asyncio.run(dead_letters.replay_letters(where.nats_url, org, chosen))
-    for letter in replayed:
-        print(f"replayed {letter.sequence}: {letter.subject}")
-    missing = sorted((chosen or set()) - {letter.sequence for letter in replayed})
+    found = asyncio.run(dead_letters.replay_letters(where.nats_url, org, chosen, _replayed))
+    missing = sorted((chosen or set()) - {letter.sequence for letter in found})
     if missing:
         print(f"error: no dead letter of {args.org} numbered {', '.join(map(str, missing))}", file=sys.stderr)
-        return 1
-    return 0
+    return 1 if missing or any(letter.cut_from is not None for letter in found) else 0
+
+
+def _replayed(letter: dead_letters.Letter) -> None:
+    """Said at once, so that a run cut short leaves a record of what it sent."""
+    if letter.cut_from is None:
+        print(f"replayed {letter.sequence}: {letter.subject}", flush=True)
+    else:
+        print(
+            f"error: letter {letter.sequence} holds only the start of its event ({letter.cut_from:,} bytes, too "
+            "large for the DLQ): not replayed",
+            file=sys.stderr,
+            flush=True,
+        )
 
 
 def _plugins(args: argparse.Namespace) -> int:
@@ -292,7 +303,10 @@ def main(argv: list[str] | None = None) -> int:
         "dlq": _dlq,
     }
     try:
-        return handlers[args.command](args)
+        code = handlers[args.command](args)
+        sys.stdout.flush()  # here, not at exit, where a closed pipe would be a warning and exit code 120
+    except BrokenPipeError:
+        return _reader_gone()
     except (config.NotRunning, AlreadyRunning, Unreachable, UnknownOrganization, InvalidSlug, PluginChoiceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -302,6 +316,15 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {refusal}", file=sys.stderr)
         return 1
+    return code
+
+
+def _reader_gone() -> int:
+    """Standard output was closed (`cortex dlq list | head -1`): stop quietly, as a program that SIGPIPE ends.
+    What Python would still flush at exit goes to /dev/null (as the signal module's documentation does it)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

@@ -4,6 +4,11 @@ Every copy of a service binds the same durable, so the copies share the work. Th
 without limit; this runner counts deliveries itself, so even a message that crashes the process on
 every attempt ends in the DLQ instead of looping forever. A handler that handled a message by
 recording a failure returns `RecordedFailure`: the message is acked and a copy goes to the DLQ.
+
+A message is settled (acked, or termed) only once its dead letter, if it has one, is in the DLQ. A letter
+that cannot be sent is tried again with the backoff, at the message's next deliveries; after twice
+`max_deliver` deliveries the message is termed, logged at ERROR with its event id and stream sequence:
+it stays in its stream, but is not delivered again.
 """
 
 import asyncio
@@ -131,7 +136,7 @@ class DurableConsumer:
                 log.exception("giving up on %s after %d deliveries", msg.subject, deliveries)
                 await self._dead_letter(msg, headers, "max_deliver exceeded", f"{type(exc).__name__}: {exc}")
             else:
-                delay = self._spec.backoff_seconds[min(deliveries, len(self._spec.backoff_seconds)) - 1]
+                delay = self._backoff(deliveries)
                 log.warning("retrying %s in %.0fs (delivery %d): %s", msg.subject, delay, deliveries, exc)
                 await msg.nak(delay=delay)
             return
@@ -140,8 +145,12 @@ class DurableConsumer:
         if outcome is not None:
             span.set_attribute("cortex.recorded_failure", outcome.error[:200])
             log.warning("%s handled as failed, copied to the DLQ: %s", msg.subject, outcome.error)
-            await send_dead_letter(self._js, self._letter(msg, headers, outcome.reason, outcome.error))
+            if not await self._send_letter(msg, headers, outcome.reason, outcome.error):
+                return
         await msg.ack()
+
+    def _backoff(self, deliveries: int) -> float:
+        return self._spec.backoff_seconds[min(deliveries, len(self._spec.backoff_seconds)) - 1]
 
     def _letter(self, msg: Msg, headers: dict[str, str], reason: str, error: str) -> DeadLetter:
         return DeadLetter(
@@ -155,9 +164,29 @@ class DurableConsumer:
         )
 
     async def _dead_letter(self, msg: Msg, headers: dict[str, str], reason: str, error: str) -> None:
-        # If sending fails, the message is neither termed nor acked: it is redelivered, nothing is lost.
-        await send_dead_letter(self._js, self._letter(msg, headers, reason, error))
-        await msg.term()
+        if await self._send_letter(msg, headers, reason, error):
+            await msg.term()
+
+    async def _send_letter(self, msg: Msg, headers: dict[str, str], reason: str, error: str) -> bool:
+        """False if the letter could not be sent: the message is then delivered again after the backoff,
+        or, after twice max_deliver deliveries, termed (see the module docstring)."""
+        try:
+            await send_dead_letter(self._js, self._letter(msg, headers, reason, error))
+        except Exception:
+            deliveries = msg.metadata.num_delivered or 1
+            event = f"event {headers.get('Nats-Msg-Id', '(no id)')} on {msg.subject}"
+            where = f"{msg.metadata.stream} sequence {msg.metadata.sequence.stream}"
+            if deliveries >= 2 * self._spec.max_deliver:
+                log.exception(
+                    "could not dead-letter %s after %d deliveries: given up, it stays at %s", event, deliveries, where
+                )
+                await msg.term()
+            else:
+                delay = self._backoff(deliveries)
+                log.exception("could not dead-letter %s (%s): delivering it again in %.0fs", event, where, delay)
+                await msg.nak(delay=delay)
+            return False
+        return True
 
     async def _keep_alive(self, msg: Msg) -> None:
         """Tell the server we are still working, so a slow (large) document is not redelivered meanwhile."""

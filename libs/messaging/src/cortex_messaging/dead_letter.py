@@ -1,12 +1,21 @@
-"""Dead letters: what can never be handled goes to the DLQ stream with the reason and the original."""
+"""Dead letters: what can never be handled goes to the DLQ stream with the reason and the original.
+
+A letter must always be sendable, or the message it reports is never settled. One that would be over the
+server's max_payload keeps only the start of the payload, and says so (`payloadTruncated`, and the whole
+payload's size, `originalPayloadBytes`): the reason, error, subject and headers stay on record, but such a
+letter can no longer be replayed.
+"""
 
 import base64
+import contextlib
 import json
+import uuid
 from dataclasses import dataclass
 
 from nats.js import JetStreamContext
 
-from cortex_contracts.subjects import dead_letter
+from cortex_contracts.subjects import dead_letter, split_org_subject
+from cortex_messaging.publisher import MessageTooLarge, message_bytes
 
 
 @dataclass(frozen=True)
@@ -19,28 +28,43 @@ class DeadLetter:
     headers: dict[str, str]
     payload: bytes
 
-    def record(self) -> bytes:
+    def record(self, *, keep: int | None = None) -> bytes:
+        """The letter as JSON; `keep`: with only the payload's first `keep` bytes (as whole characters)."""
         try:
-            payload: str = self.payload.decode()
-            encoding = "utf-8"
+            whole = self.payload.decode()
         except UnicodeDecodeError:
-            payload, encoding = base64.b64encode(self.payload).decode(), "base64"
-        return json.dumps(
-            {
-                "subject": self.subject,
-                "consumer": self.consumer,
-                "reason": self.reason,
-                "error": self.error[:4000],
-                "deliveries": self.deliveries,
-                "headers": self.headers,
-                "payload": payload,
-                "payloadEncoding": encoding,
-            }
-        ).encode()
+            payload, encoding = base64.b64encode(self.payload[:keep]).decode(), "base64"
+        else:
+            payload = whole if keep is None else self.payload[:keep].decode(errors="ignore")
+            encoding = "utf-8"
+        cut = {} if keep is None else {"payloadTruncated": True, "originalPayloadBytes": len(self.payload)}
+        record = {
+            "subject": self.subject,
+            "consumer": self.consumer,
+            "reason": self.reason,
+            "error": self.error[:4000],
+            "deliveries": self.deliveries,
+            "headers": self.headers,
+            "payload": payload,
+            "payloadEncoding": encoding,
+        }
+        # Not ensure_ascii: "é" would take 6 bytes instead of 2. A lone surrogate (in an error message) cannot
+        # be UTF-8: it is written as JSON writes it, `\udXXX`.
+        return json.dumps(record | cut, ensure_ascii=False).encode(errors="backslashreplace")
 
 
 def _header_safe(value: str) -> str:
-    return " ".join(value.split())[:500]
+    """One line, and UTF-8 (a lone surrogate as `\\udXXX`): nats-py could not send the header otherwise."""
+    return " ".join(value.split())[:500].encode(errors="backslashreplace").decode()
+
+
+def _dead_letter_subject(subject: str) -> str:
+    """`dlq.<subject>`, with the organization token lower case when it is a UUID: `cortex dlq` looks for an
+    organization's letters under its id as the contracts write it, and NATS subjects are case-sensitive."""
+    with contextlib.suppress(ValueError):  # not `domain.<orgId>.…`, or not a UUID: left as it is
+        domain, org_id, rest = split_org_subject(subject)
+        subject = f"{domain}.{uuid.UUID(org_id)}.{rest}"
+    return dead_letter(subject)
 
 
 async def send_dead_letter(js: JetStreamContext, letter: DeadLetter) -> None:
@@ -54,4 +78,16 @@ async def send_dead_letter(js: JetStreamContext, letter: DeadLetter) -> None:
         "Cortex-Dlq-Subject": letter.subject,
         "Cortex-Dlq-Deliveries": str(letter.deliveries),
     }
-    await js.publish(dead_letter(letter.subject), letter.record(), headers=headers)
+    # Over the limit, nats-py refuses the letter, or, if only its headers tip it over, the server closes the
+    # connection. Cut, the payload gets the room the rest leaves.
+    limit, record, keep = js._nc.max_payload, letter.record(), len(letter.payload)
+    if message_bytes(record, headers) > limit:
+        room = limit - message_bytes(letter.record(keep=0), headers)
+        if room < 0:
+            raise MessageTooLarge(f"a dead letter of {letter.subject} without its payload is over {limit:,} bytes")
+        while (over := message_bytes(record, headers) - limit) > 0:
+            # The bytes kept take `room + over` in the record (escaped, or base64): keep what takes `room` at that
+            # rate; the start of the payload may escape more than its average, hence the loop (a step or two).
+            keep = keep * room // (room + over)
+            record = letter.record(keep=keep)
+    await js.publish(_dead_letter_subject(letter.subject), record, headers=headers)
