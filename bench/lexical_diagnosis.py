@@ -94,7 +94,7 @@ async def index_cisi(sessions: async_sessionmaker[AsyncSession], data: Cisi) -> 
                 "version": 1,
             }
         )
-        meta = EventMeta(event_id=str(uuid.uuid4()), organization_id=org, tenant_id=None, time=now)
+        meta = EventMeta(inbox_key=str(uuid.uuid4()), organization_id=org, tenant_id=None, time=now)
         await index_document(ctx, meta, payload, doc.body)
     async with sessions() as session, session.begin():
         for table in ("kb_postings", "kb_documents", "kb_chunks"):

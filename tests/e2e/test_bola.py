@@ -22,7 +22,7 @@ from tests.catalog_events import publish_catalog
 from tests.conftest import Org, OrgFactory
 from tests.events import IndexedWatcher, publish_upsert, upsert_event
 from tests.infrastructure import Infrastructure
-from tests.processed import CATALOG_CONSUMER, wait_processed
+from tests.processed import CATALOG_CONSUMER, inbox_keys, wait_processed
 from tests.services import RunningServices
 
 pytestmark = pytest.mark.e2e
@@ -118,7 +118,7 @@ class WorldA:
                 await watcher.wait_for(doc_id, 1)
         finally:
             await watcher.stop()
-        await wait_processed(infra.database_url, CATALOG_CONSUMER, events)
+        await wait_processed(infra.database_url, CATALOG_CONSUMER, inbox_keys(org_id, events))
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from tests.catalog_events import publish_catalog
 from tests.conftest import Org
 from tests.events import IndexedWatcher, publish_upsert, upsert_event
 from tests.infrastructure import Infrastructure
-from tests.processed import CATALOG_CONSUMER, wait_processed
+from tests.processed import CATALOG_CONSUMER, inbox_keys, wait_processed
 from tests.services import RunningServices
 
 pytestmark = pytest.mark.e2e
@@ -34,7 +34,7 @@ class Catalog:
 
     async def change(self, entity: CatalogEntity, data: dict[str, Any], *, action: str = "upserted") -> str:
         event_id = await publish_catalog(self.js, self.org_id, entity, data, action=action)
-        await wait_processed(self.infra.database_url, CATALOG_CONSUMER, [event_id])
+        await wait_processed(self.infra.database_url, CATALOG_CONSUMER, inbox_keys(self.org_id, [event_id]))
         return event_id
 
     async def redeliver(self, entity: CatalogEntity, event_id: str, data: dict[str, Any]) -> None:
@@ -47,7 +47,7 @@ class Catalog:
             event_id=event_id,
         )
         await publish_event(self.js, catalog_subject(self.org_id, entity, "upserted"), event)
-        await wait_processed(self.infra.database_url, CATALOG_CONSUMER, [event_id])
+        await wait_processed(self.infra.database_url, CATALOG_CONSUMER, inbox_keys(self.org_id, [event_id]))
 
 
 async def index_one(js: JetStreamContext, nats_client: NATS, org: Org, **extra: Any) -> uuid.UUID:

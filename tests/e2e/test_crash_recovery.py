@@ -35,6 +35,7 @@ from cortex_contracts.subjects import STREAM_KB
 from cortex_embedded_servers import EmbeddedNats
 from cortex_indexer.bootstrap import CONSUMER
 from cortex_indexer.chunking import chunk_document
+from cortex_indexer.repository import inbox_key
 from cortex_messaging.connection import connect, disconnect
 from cortex_messaging.streams import ensure_streams
 from cortex_store.database import make_engine, make_sessionmaker
@@ -220,6 +221,6 @@ async def test_sigkill_mid_stream_then_restart_indexes_every_event_once(
         org_id,
         "SELECT count(*) AS n FROM processed_events WHERE consumer = :consumer AND event_id = ANY(:ids)",
         consumer=CONSUMER,
-        ids=[event.id for event in events],
+        ids=[inbox_key(org_id, event.id) for event in events],
     )
     assert inbox[0].n == EVENTS

@@ -46,7 +46,7 @@ from tests.events import IndexedWatcher, publish_upsert, upsert_event
 from tests.gateways import ROOMY_LIMITS, running_gateway
 from tests.infrastructure import Infrastructure
 from tests.org_clients import close_org, create_org
-from tests.processed import CATALOG_CONSUMER, wait_processed
+from tests.processed import CATALOG_CONSUMER, inbox_keys, wait_processed
 from tests.services import RunningServices
 
 pytestmark = pytest.mark.e2e
@@ -233,8 +233,8 @@ async def world(
     b = await create_org(migrated.database_url, base_url, services.secret, prefix="feed-b")
     try:
         catalog, b_catalog = Catalog(), Catalog()
-        events = await _publish_catalog(js, a, catalog, works=6, without_mission=2)
-        events += await _publish_catalog(js, b, b_catalog, works=2, without_mission=1)
+        events = inbox_keys(a.id, await _publish_catalog(js, a, catalog, works=6, without_mission=2))
+        events += inbox_keys(b.id, await _publish_catalog(js, b, b_catalog, works=2, without_mission=1))
         a_works: list[str | None] = [*catalog.works, None]
         docs = _random_docs(rng, 40, a_works)
         # B: the same kinds of values and some of its own; a few name A's Works (ids are only ids).

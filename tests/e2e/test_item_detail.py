@@ -32,7 +32,7 @@ from tests.events import (
     upsert_event,
 )
 from tests.infrastructure import Infrastructure
-from tests.processed import CATALOG_CONSUMER, wait_processed
+from tests.processed import CATALOG_CONSUMER, inbox_keys, wait_processed
 
 pytestmark = pytest.mark.e2e
 
@@ -77,7 +77,7 @@ async def test_detail_has_the_full_body_metadata_and_catalog_provenance(
                 {"teamId": str(team), "resourceType": "work", "resourceId": str(work), "version": 1},
             )
         )
-    await wait_processed(migrated.database_url, CATALOG_CONSUMER, events)
+    await wait_processed(migrated.database_url, CATALOG_CONSUMER, inbox_keys(org.id, events))
     doc_id = uuid.uuid4()
     body = "# Billing runbook\n\n" + "\n\n".join(f"Step {n}: check the ledger entry {n} twice." for n in range(200))
     await index(

@@ -13,6 +13,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_contracts import subjects
+from cortex_indexer.repository import inbox_key
 from cortex_messaging.publisher import publish_event
 from cortex_messaging.trace_headers import inject
 from cortex_store.database import make_engine, make_sessionmaker
@@ -55,11 +56,11 @@ async def chunks(db: Db, org_id: uuid.UUID, document_id: uuid.UUID) -> list[tupl
         return [(row.id, row.text) for row in result]
 
 
-async def times_processed(db: Db, event_id: str) -> int:
+async def times_processed(db: Db, org_id: uuid.UUID, event_id: str) -> int:
     async with db() as session:
         result = await session.execute(
             text("SELECT count(*) FROM processed_events WHERE consumer = :consumer AND event_id = :id"),
-            {"consumer": CONSUMER, "id": event_id},
+            {"consumer": CONSUMER, "id": inbox_key(org_id, event_id)},
         )
         return int(result.scalar_one())
 
@@ -128,7 +129,7 @@ async def test_the_same_event_delivered_twice_is_indexed_once(
     assert watcher.count(document, 1) == 1
     assert await chunks(db, org.id, document) == stored_chunks  # same rows, not rewritten
     assert (await document_row(db, org.id, document)).last_indexed_at == before.last_indexed_at
-    assert await times_processed(db, event.id) == 1
+    assert await times_processed(db, org.id, event.id) == 1
     assert await search_ids(org.member) == [str(document)]
 
 

@@ -41,7 +41,7 @@ def make_catalog_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable
         org = delivery.event.orgid
         async with ctx.sessions() as session, session.begin():
             await bind_organization(session, org)
-            if not await repository.claim_event(session, ctx.consumer, delivery.event.id):
+            if not await repository.claim_event(session, ctx.consumer, repository.inbox_key(org, delivery.event.id)):
                 return
             if not await repository.organization_exists(session, org):
                 raise UnknownOrganization(org)

@@ -13,6 +13,7 @@ from cortex_contracts.documents import (
     DocumentUpserted,
 )
 from cortex_contracts.uploads import UploadCreated
+from cortex_indexer import repository
 from cortex_indexer.extraction_workers import ExtractionWorkers
 from cortex_indexer.indexing import EventMeta, IndexingContext, delete_document, index_document
 from cortex_indexer.object_bodies import read_body
@@ -37,7 +38,12 @@ def _payload(model: type[Payload], delivery: Delivery) -> Payload:
 
 def event_meta(delivery: Delivery) -> EventMeta:
     event = delivery.event
-    return EventMeta(event_id=event.id, organization_id=event.orgid, tenant_id=event.tenantid, time=event.time)
+    return EventMeta(
+        inbox_key=repository.inbox_key(event.orgid, event.id),
+        organization_id=event.orgid,
+        tenant_id=event.tenantid,
+        time=event.time,
+    )
 
 
 def make_kb_handler(ctx: IndexingContext, js: JetStreamContext, extraction: ExtractionWorkers) -> Handler:

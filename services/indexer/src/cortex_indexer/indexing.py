@@ -66,7 +66,7 @@ class IndexingContext:
 
 @dataclass(frozen=True)
 class EventMeta:
-    event_id: str
+    inbox_key: str  # the event as the inbox records it: repository.inbox_key
     organization_id: uuid.UUID
     tenant_id: str | None
     time: datetime
@@ -105,7 +105,7 @@ async def _claim_newer(
 ) -> Claim:
     """In the change's transaction: record the event, lock the document row, compare versions."""
     await bind_organization(session, meta.organization_id)
-    if not await repository.claim_event(session, ctx.consumer, meta.event_id):
+    if not await repository.claim_event(session, ctx.consumer, meta.inbox_key):
         return Claim(newer=False, stored=None)
     if not await repository.organization_exists(session, meta.organization_id):
         raise UnknownOrganization(meta.organization_id)
@@ -125,7 +125,7 @@ async def prior_embeddings(
             return await repository.document_prior(
                 connection,
                 ctx.consumer,
-                meta.event_id,
+                meta.inbox_key,
                 meta.organization_id,
                 document_id,
                 version,
@@ -233,7 +233,7 @@ async def _write(
     )
     write = repository.DocumentWrite(
         consumer=ctx.consumer,
-        event_id=meta.event_id,
+        event_id=meta.inbox_key,
         document={
             "id": doc.document_id,
             "organization_id": doc.organization_id,

@@ -75,7 +75,8 @@ def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[
             if vector is not None and ctx.space is not None and not await embedding_space.holds(session, ctx.space):
                 vector = None  # the index moved to another model meanwhile
             await bind_organization(session, entry.organization_id)
-            if not await repository.claim_event(session, ctx.consumer, delivery.event.id):
+            inbox_key = repository.inbox_key(delivery.event.orgid, delivery.event.id)
+            if not await repository.claim_event(session, ctx.consumer, inbox_key):
                 return
             if not await repository.organization_exists(session, entry.organization_id):
                 raise UnknownOrganization(entry.organization_id)

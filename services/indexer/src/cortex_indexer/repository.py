@@ -22,6 +22,13 @@ class StoredVersion:
     version: int
 
 
+def inbox_key(organization_id: uuid.UUID, event_id: str) -> str:
+    """How the inbox records an event: an event id is its publisher's choice, unique at best among the events
+    of the organization it writes for, so it is recorded under that organization. One organization's
+    publisher cannot claim (and so silence) an id another organization's events will carry."""
+    return f"{organization_id}/{event_id}"
+
+
 async def claim_event(session: AsyncSession, consumer: str, event_id: str) -> bool:
     """Record the event as handled; False when it already was (a duplicate or a redelivery)."""
     claimed = await session.execute(
