@@ -33,6 +33,7 @@ from cortex_contracts.memory import (
 from cortex_contracts.rpc import AgentMemoriesReply, EntryReply, RecallReply
 from cortex_gateway.aggregator_client import ask_aggregator, relay_aggregator
 from cortex_gateway.auth import Caller, CallerDep, ResourcesDep
+from cortex_gateway.event_ids import event_id
 from cortex_gateway.json_body import UNSUPPORTED_MEDIA_TYPE, json_content
 from cortex_gateway.problems import Problem
 from cortex_gateway.resources import Resources
@@ -136,7 +137,7 @@ async def remember(
         subject=str(id_),
         data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
         tenant_id=caller.tenant_id,
-        event_id=f"entry-{id_}",
+        event_id=event_id(res.settings.secret.get_secret_value(), "entry", caller.organization_id, id_),
     )
     ack = await publish_event(res.js, subjects.memory_entry_remembered(caller.organization_id), event)
     # A twin request in flight published the same event id first: JetStream kept one and says so.

@@ -17,6 +17,7 @@ from cortex_contracts.envelope import Envelope, new_envelope
 from cortex_contracts.rpc import ItemReply, ItemRequest
 from cortex_gateway.aggregator_client import ask_aggregator
 from cortex_gateway.auth import AdminDep, Caller, ResourcesDep
+from cortex_gateway.event_ids import event_id
 from cortex_gateway.idempotency import document_for_key
 from cortex_gateway.json_body import UNSUPPORTED_MEDIA_TYPE, json_content
 from cortex_gateway.problems import Problem
@@ -80,7 +81,7 @@ async def _note_event(res: Resources, caller: Caller, note: NoteCreate, document
         subject=str(document_id),
         data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
         tenant_id=caller.tenant_id,
-        event_id=f"note-{document_id}",
+        event_id=event_id(res.settings.secret.get_secret_value(), "note", caller.organization_id, document_id),
     )
 
 
