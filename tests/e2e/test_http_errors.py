@@ -142,7 +142,7 @@ async def test_an_invalid_note_is_422(org: Org, note: dict[str, Any]) -> None:
     assert assert_problem(response, 422)["errors"]
 
 
-@pytest.mark.parametrize("content", ["", "   ", "\n\t "])
+@pytest.mark.parametrize("content", ["", "   ", "\n\t ", "\u200b\u200b", "\ufeff\u200d "])  # zero-width: invisible
 async def test_an_entry_without_text_is_422(org: Org, content: str) -> None:
     response = await org.member.post("/api/memory/entries", json={"content": content, "partition": "semantic"})
 

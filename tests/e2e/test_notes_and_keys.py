@@ -65,6 +65,7 @@ async def test_note_validation_rejects_what_the_issue_rules_out(org: Org) -> Non
     post = org.admin.post
     invalid_field(await post("/api/memory/documents", json={"title": ""}), "title")
     invalid_field(await post("/api/memory/documents", json={"title": "   "}), "title")
+    invalid_field(await post("/api/memory/documents", json={"title": "\u200b\u2060"}), "title")  # zero-width
     invalid_field(await post("/api/memory/documents", json={"title": "t" * 301}), "title")
     invalid_field(await post("/api/memory/documents", json={"title": "t", "body": "b" * (MIB + 1)}), "body")
     invalid_field(

@@ -1,5 +1,7 @@
 """Base model for camelCase JSON on the wire."""
 
+import unicodedata
+
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
@@ -7,6 +9,11 @@ from pydantic.alias_generators import to_camel
 NO_NUL = r"^[^\x00]*$"
 # PostgreSQL's bigint: a version or size above it could never be stored, so it is refused at the edge.
 BIGINT_MAX = 2**63 - 1
+
+
+def is_blank(text: str) -> bool:
+    """Only white space and invisible format characters (zero-width space, joiners, BOM): nothing to find."""
+    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in text)
 
 
 class WireModel(BaseModel):

@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cortex_contracts import subjects
-from cortex_contracts.base import NO_NUL
+from cortex_contracts.base import NO_NUL, is_blank
 from cortex_contracts.envelope import new_envelope
 from cortex_contracts.json_metadata import JsonMetadata
 from cortex_contracts.memory import (
@@ -61,7 +61,7 @@ class EntryCreate(BaseModel):
     @field_validator("content")
     @classmethod
     def _content_has_text(cls, content: str) -> str:
-        if not content.strip():  # as a note's title: nothing to recall
+        if is_blank(content):  # as a note's title: nothing to recall
             raise ValueError("content must not be blank")
         return content
 

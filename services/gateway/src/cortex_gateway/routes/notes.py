@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from cortex_contracts import subjects
-from cortex_contracts.base import NO_NUL
+from cortex_contracts.base import NO_NUL, is_blank
 from cortex_contracts.doc_classes import DOC_CLASSES
 from cortex_contracts.documents import MAX_BODY_CHARS, TYPE_DOCUMENT_UPSERTED, DocumentUpserted, Tag
 from cortex_contracts.envelope import Envelope, new_envelope
@@ -44,7 +44,7 @@ class NoteCreate(BaseModel):
     @field_validator("title")
     @classmethod
     def _title_has_text(cls, title: str) -> str:
-        if not title.strip():
+        if is_blank(title):
             raise ValueError("title must not be blank")
         return title.strip()
 
