@@ -168,3 +168,24 @@ async def test_mission_and_team_facets_are_absent_until_the_org_has_them(
         await asyncio.sleep(0.1)
     assert "team" in facets
     assert "mission" not in facets  # no Work has a Mission yet
+
+
+async def test_stats_count_the_works_the_work_facet_shows(org: Org, js: JetStreamContext, nats_client: NATS) -> None:
+    known, unknown = uuid.uuid4(), uuid.uuid4()  # only the first is in the catalog
+    await publish_catalog(js, org.id, CatalogEntity.WORK, {"workId": str(known), "title": "Billing", "version": 1})
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+    documents = {uuid.uuid4(): known, uuid.uuid4(): unknown}
+    for document, work in documents.items():
+        event = upsert_event(org.id, document, title="doc", body="text", version=1, workId=str(work))
+        await publish_upsert(js, event)
+    for document in documents:
+        await watcher.wait_for(document, 1)
+    await watcher.stop()
+
+    async def work_facet() -> list[str] | None:
+        values = [v["value"] for v in (await org.member.get("/api/memory/facets")).json()["work"]]
+        return values or None
+
+    assert await _eventually(work_facet) == [str(known)]
+    stats = (await org.member.get("/api/memory/stats")).json()
+    assert (stats["documentsIndexed"], stats["worksCovered"]) == (2, 1)  # before: 2 Works covered

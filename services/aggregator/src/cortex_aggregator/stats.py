@@ -6,9 +6,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from cortex_contracts.rpc import Stats, StatsRequest
 from cortex_store.tenancy import org_transaction
 
+# Works counted as the Work facet shows them: those the catalog holds (a document may name any id).
 DOCUMENT_STATS = text("""
-SELECT count(*) AS documents, count(DISTINCT work_id) AS works, max(last_indexed_at) AS last_indexed_at
-FROM kb_documents WHERE organization_id = :org AND deleted_at IS NULL
+SELECT count(*) AS documents, count(DISTINCT w.id) AS works, max(d.last_indexed_at) AS last_indexed_at
+FROM kb_documents d
+LEFT JOIN works w ON w.id = d.work_id AND w.organization_id = d.organization_id AND w.deleted_at IS NULL
+WHERE d.organization_id = :org AND d.deleted_at IS NULL
 """)
 MEMORY_ENTRIES = text("SELECT count(*) FROM memory_entry WHERE organization_id = :org")
 
