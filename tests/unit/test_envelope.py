@@ -111,6 +111,18 @@ def test_parse_delivery_rejects_what_is_not_an_envelope(raw: bytes) -> None:
         parse_delivery(subjects.kb_document_upserted(ORG), raw, deliveries=1)
 
 
+@pytest.mark.parametrize("repeated", ["orgid", "data.organizationId"])
+def test_parse_delivery_rejects_an_event_that_repeats_a_key(repeated: str) -> None:
+    wire = envelope().to_wire().decode()
+    if repeated == "orgid":  # the first would name another organization, the last (kept) this one
+        raw = wire.replace('{"', f'{{"orgid":"{uuid.uuid4()}","', 1)
+    else:
+        raw = wire.replace('"data":{"', f'"data":{{"organizationId":"{uuid.uuid4()}","', 1)
+
+    with pytest.raises(PoisonMessage, match="repeats"):
+        parse_delivery(subjects.kb_document_upserted(ORG), raw.encode(), deliveries=1)
+
+
 def test_parse_delivery_rejects_a_subject_of_another_organization() -> None:
     other = uuid.uuid4()
 

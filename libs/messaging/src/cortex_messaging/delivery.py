@@ -1,7 +1,9 @@
 """One received event, parsed and checked before any handler sees it."""
 
+import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -31,11 +33,33 @@ class Delivery:
     deliveries: int
 
 
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _object_without_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    keys = [key for key, _ in pairs]
+    if len(set(keys)) != len(keys):
+        repeated = sorted({key for key in keys if keys.count(key) > 1})
+        raise _DuplicateKey(f"a JSON object repeats {', '.join(map(repr, repeated[:5]))}")
+    return dict(pairs)
+
+
+def _refuse_duplicate_keys(payload: bytes) -> None:
+    """JSON parsers disagree on `{"orgid": A, "orgid": B}` (ours keeps the last, others the first): an
+    event that says two things is refused rather than read one way here and another way elsewhere."""
+    try:
+        json.loads(payload, object_pairs_hook=_object_without_duplicates)
+    except _DuplicateKey as exc:
+        raise PoisonMessage(f"invalid event envelope: {exc}") from exc
+
+
 def parse_delivery(subject: str, payload: bytes, deliveries: int) -> Delivery:
     try:
         event = Envelope.model_validate_json(payload)
     except ValidationError as exc:
         raise PoisonMessage(f"invalid event envelope: {exc}") from exc
+    _refuse_duplicate_keys(payload)  # valid JSON here: only a repeated key can fail
     try:
         domain, org_token, action = split_org_subject(subject)
     except ValueError as exc:
