@@ -222,15 +222,19 @@ def test_a_number_of_copies_that_is_not_one_or_more_is_refused(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("pin", "why"),
     [
+        (  # before: a traceback, restarted five times; now every service checks its settings first
+            {"CORTEX_INDEXER_LOG_LEVEL": "verbose"},
+            "cortex-indexer cannot start: CORTEX_INDEXER_LOG_LEVEL: Input should be 'DEBUG', 'INFO',",
+        ),
         ({"CORTEX_PLUGIN_EMBEDDER": "openai"}, "the OpenAI-compatible embedder needs CORTEX_EMBEDDER_OPENAI_BASE_URL"),
         (
             {"CORTEX_PLUGIN_EMBEDDER": "bogus"},
             "CORTEX_PLUGIN_EMBEDDER=bogus: embedder plugin 'bogus' is not installed (installed: local,",
         ),
     ],
-    ids=["not-configured", "not-installed"],
+    ids=["invalid-setting", "not-configured", "not-installed"],
 )
-def test_a_pin_the_services_cannot_honour_stops_the_run_at_once_saying_why(
+def test_a_configuration_the_services_cannot_run_with_stops_the_run_at_once_saying_why(
     tmp_path: Path, pin: dict[str, str], why: str
 ) -> None:
     env = {**run_env(tmp_path / "data", free_port("127.0.0.1")), **pin}

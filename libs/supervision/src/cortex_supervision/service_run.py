@@ -3,8 +3,9 @@
 import asyncio
 import logging
 import signal
+import sys
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from cortex_supervision.lifeline import watch_lifeline
 
@@ -17,6 +18,33 @@ CANNOT_START = 2
 class CannotStart(Exception):
     """The configuration cannot work (a pinned plugin that is not installed, settings missing): say why, in
     one line, and exit with CANNOT_START."""
+
+
+Settings = TypeVar("Settings")
+
+
+def settings_or_exit(settings_class: Callable[[], Settings], service: str) -> Settings:
+    """The service's settings from the environment. An invalid or missing value ends the process with
+    CANNOT_START and one line naming each variable, not a traceback and a round of restarts."""
+    try:
+        return settings_class()
+    except ValueError as exc:  # pydantic's ValidationError is one
+        print(f"{service} cannot start: {_invalid_settings(settings_class, exc)}", file=sys.stderr)
+        sys.exit(CANNOT_START)
+
+
+def _invalid_settings(settings_class: Any, exc: ValueError) -> str:
+    """`CORTEX_X_PORT: Input should be a valid integer; …` — never the values, which may be secrets."""
+    errors = getattr(exc, "errors", None)
+    if not callable(errors):
+        return str(exc)
+    prefix = str(getattr(settings_class, "model_config", {}).get("env_prefix", ""))
+    described = []
+    for error in errors():
+        name = str((error.get("loc") or ("",))[0])
+        variable = name if name.isupper() else (prefix + name).upper()  # an alias is the variable itself
+        described.append(f"{variable}: {error.get('msg', 'invalid')}")
+    return "; ".join(described)
 
 
 class Service(Protocol):

@@ -1,8 +1,23 @@
 """Structured (key=value) log lines that carry the current trace id."""
 
 import logging
+from enum import StrEnum
 
 from opentelemetry import trace
+
+
+class LogLevel(StrEnum):
+    """A service's `*_LOG_LEVEL`, in any case (`debug` is DEBUG); anything else is an invalid setting."""
+
+    DEBUG = "DEBUG"
+    INFO = "INFO"
+    WARNING = "WARNING"
+    ERROR = "ERROR"
+    CRITICAL = "CRITICAL"
+
+    @classmethod
+    def _missing_(cls, value: object) -> "LogLevel | None":
+        return cls.__members__.get(str(value).upper())
 
 
 class _TraceIdFilter(logging.Filter):

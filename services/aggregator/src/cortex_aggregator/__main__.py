@@ -6,13 +6,13 @@ import uvloop
 
 from cortex_aggregator.bootstrap import build
 from cortex_aggregator.settings import AggregatorSettings
-from cortex_supervision.service_run import run_until_stopped
+from cortex_supervision.service_run import run_until_stopped, settings_or_exit
 from cortex_telemetry.logs import configure_logging
 from cortex_telemetry.tracing import configure_tracing
 
 
 async def main() -> int:
-    settings = AggregatorSettings()  # filled from the environment
+    settings = settings_or_exit(AggregatorSettings, "cortex-aggregator")  # filled from the environment
     configure_logging(settings.log_level)
     provider = configure_tracing("cortex-aggregator", settings.trace_exporter, settings.otlp_endpoint)
     try:

@@ -6,6 +6,7 @@ from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from cortex_store.ann_graph import EXACT_SCAN_MAX_CHUNKS
+from cortex_telemetry.logs import LogLevel
 from cortex_telemetry.tracing import TraceExporter
 
 
@@ -93,7 +94,7 @@ class AggregatorSettings(BaseSettings):
             "many plus as many again under load for everything else (SQLAlchemy's pool)."
         ),
     )
-    log_level: str = "INFO"
+    log_level: LogLevel = LogLevel.INFO
     trace_exporter: TraceExporter = Field(
         default=TraceExporter.NONE,
         validation_alias=AliasChoices("CORTEX_AGGREGATOR_TRACE_EXPORTER", "CORTEX_TRACE_EXPORTER"),

@@ -12,7 +12,7 @@ from cortex_gateway.http_protocol import ProblemHttpProtocol
 from cortex_gateway.settings import GatewaySettings
 from cortex_plugins.registry import PluginRegistry
 from cortex_supervision.lifeline import watch_lifeline
-from cortex_supervision.service_run import CANNOT_START
+from cortex_supervision.service_run import CANNOT_START, settings_or_exit
 from cortex_telemetry.logs import configure_logging
 from cortex_telemetry.tracing import configure_tracing
 
@@ -20,7 +20,7 @@ log = logging.getLogger("cortex_gateway")
 
 
 def main() -> int:
-    settings = GatewaySettings()  # filled from the environment
+    settings = settings_or_exit(GatewaySettings, "cortex-gateway")  # filled from the environment
     configure_logging(settings.log_level)
     if refusals := PluginRegistry.from_environment().pin_refusals():  # as the indexer and aggregator refuse
         log.error("cannot start: %s", "; ".join(refusals))

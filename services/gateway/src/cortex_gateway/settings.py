@@ -3,6 +3,7 @@
 from pydantic import AliasChoices, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cortex_telemetry.logs import LogLevel
 from cortex_telemetry.tracing import TraceExporter
 
 
@@ -30,7 +31,7 @@ class GatewaySettings(BaseSettings):
     port: int = 8080
     rpc_timeout_seconds: float = Field(default=5.0, gt=0, description="How long to wait for the aggregator.")
     wait_timeout_seconds: float = Field(default=30.0, gt=0, description="Longest `?wait=true` for indexing.")
-    log_level: str = "INFO"
+    log_level: LogLevel = LogLevel.INFO
     trace_exporter: TraceExporter = Field(
         default=TraceExporter.NONE,
         validation_alias=AliasChoices("CORTEX_GATEWAY_TRACE_EXPORTER", "CORTEX_TRACE_EXPORTER"),

@@ -6,6 +6,7 @@ from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from cortex_store.ann_graph import EXACT_SCAN_MAX_CHUNKS
+from cortex_telemetry.logs import LogLevel
 from cortex_telemetry.tracing import TraceExporter
 
 
@@ -95,7 +96,7 @@ class IndexerSettings(BaseSettings):
             "plans warm separately (bench/ingest --mix: PostgreSQL spent 1.7–2.0 CPU-s with 16, 1.0–1.2 with 4)."
         ),
     )
-    log_level: str = "INFO"
+    log_level: LogLevel = LogLevel.INFO
     trace_exporter: TraceExporter = Field(
         default=TraceExporter.NONE,
         validation_alias=AliasChoices("CORTEX_INDEXER_TRACE_EXPORTER", "CORTEX_TRACE_EXPORTER"),
