@@ -6,6 +6,7 @@ with exit code 0."""
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -33,13 +34,14 @@ def run_env(data_dir: Path, port: int) -> dict[str, str]:
 
 
 @contextmanager
-def cortex_run(data_dir: Path, port: int, log: Path, *args: str) -> Iterator[subprocess.Popen[bytes]]:
-    """`cortex run ARGS` until its gateway is ready; stopped with SIGINT on exit, which must end it cleanly
-    (unless the test ended it itself)."""
+def cortex_run(
+    data_dir: Path, port: int, log: Path, *args: str, given: dict[str, str] | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
+    """`cortex run ARGS` (with the `given` variables) until its gateway is ready; stopped with SIGINT on exit,
+    which must end it cleanly (unless the test ended it itself)."""
+    env = run_env(data_dir, port) | (given or {})
     with log.open("wb") as output:
-        process = subprocess.Popen(
-            [CORTEX, "run", *args], env=run_env(data_dir, port), stdout=output, stderr=subprocess.STDOUT
-        )
+        process = subprocess.Popen([CORTEX, "run", *args], env=env, stdout=output, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + START_SECONDS
         while not ready(port):
@@ -200,6 +202,7 @@ def test_run_ingest_search_stop_and_run_again_on_the_same_data(tmp_path: Path) -
         assert all_ended(servers, STOP_SECONDS), "PostgreSQL or NATS outlived the run"
         assert not (data_dir / "runtime.env").exists()
     first_log = (tmp_path / "first.log").read_text()
+    assert f"API: http://127.0.0.1:{port}/api/memory" in first_log
     assert "indexer stopped unexpectedly (killed by SIGKILL); restarting it in 1 s" in first_log
     assert "indexer restarted" in first_log
     assert "embedded NATS stopped unexpectedly; starting it again" in first_log
@@ -210,6 +213,37 @@ def test_run_ingest_search_stop_and_run_again_on_the_same_data(tmp_path: Path) -
         token = cli(data_dir, "token", "--org", "acme", "--user", "alice").strip().splitlines()[-1]
         assert found_eventually(port, token, "volume discount", "Pricing policy"), "the data outlived the first run"
     assert "aggregator.1" not in (tmp_path / "second.log").read_text()
+
+
+def test_a_token_made_in_another_shell_is_valid_with_the_secret_the_run_was_given(tmp_path: Path) -> None:
+    data_dir, port = tmp_path / "data", free_port("127.0.0.1")
+    with cortex_run(data_dir, port, tmp_path / "run.log", given={"CORTEX_SECRET": "given-" + "s" * 40}):
+        token = cli(data_dir, "token", "--org", "acme", "--user", "alice", "--create").strip().splitlines()[-1]
+
+        assert search(port, token, "anything") == []  # before: 401, signed with a secret the CLI made itself
+
+
+@pytest.mark.parametrize("where", ["environment", "dotenv"])
+def test_a_gateway_port_in_use_is_refused_before_anything_starts(tmp_path: Path, where: str) -> None:
+    env = run_env(tmp_path / "data", 0)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        if where == "environment":
+            env["CORTEX_GATEWAY_PORT"] = str(port)
+        else:  # the services read `.env`; before, `cortex run` did not
+            del env["CORTEX_GATEWAY_PORT"]
+            (tmp_path / ".env").write_text(f"CORTEX_GATEWAY_PORT={port}\n")
+
+        done = subprocess.run(
+            [CORTEX, "run"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=START_SECONDS, check=False
+        )
+
+    # Before: the gateway failed to bind, was restarted five times over ~30 s, and the run ended with 1.
+    assert done.returncode == 2, done.stdout
+    assert f"cannot start: port {port} on 127.0.0.1 is in use: set CORTEX_GATEWAY_PORT" in done.stdout
+    assert not (tmp_path / "data" / "pg").exists()  # refused before any server started
 
 
 def test_a_number_of_copies_that_is_not_one_or_more_is_refused(tmp_path: Path) -> None:

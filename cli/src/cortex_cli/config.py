@@ -69,9 +69,12 @@ def clear_runtime(directory: Path) -> None:
 
 
 def ensure_secret(directory: Path) -> str:
-    """CORTEX_SECRET, else the one stored in the data directory (created on first use, mode 0600)."""
+    """CORTEX_SECRET; else the one the `cortex run` in this data directory was given (so that tokens made in
+    another shell are valid there); else the one stored in the data directory (made on first use, 0600)."""
     if os.environ.get("CORTEX_SECRET"):
         return os.environ["CORTEX_SECRET"]
+    if given := read_runtime(directory).get("CORTEX_SECRET"):
+        return given
     path = directory / SECRET_FILE
     if not path.exists():
         directory.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+from dotenv import load_dotenv
+
 from cortex_cli import config, dead_letters
 from cortex_cli.api_keys import create_key, list_keys, revoke_key
 from cortex_cli.ingest import IngestOptions, ingest_files
@@ -72,9 +74,7 @@ def _run_holding_the_lock(args: argparse.Namespace, directory: Path, run_lock: i
         migrate=upgrade,
         # Embedded PostgreSQL trusts local logins: the services connect as the app role, under RLS.
         service_database_url=app_role_url if not os.environ.get("DATABASE_URL") else str,
-        on_ready=lambda db, nats: config.write_runtime(
-            directory, {"DATABASE_URL": db, "NATS_URL": nats, **config.plugin_settings(os.environ)}
-        ),
+        on_ready=lambda db, nats: config.write_runtime(directory, _runtime(db, nats)),
         copies={"aggregator": args.aggregators},
         run_lock=run_lock,
     )
@@ -90,6 +90,13 @@ def _migrate(args: argparse.Namespace) -> int:
     upgrade(config.database_url())
     print("migrations applied")
     return 0
+
+
+def _runtime(database_url: str, nats_url: str) -> dict[str, str]:
+    """What the CLI in another shell needs of this run: where it is, its plugins, and a secret it was given
+    (one it made is in the data directory already). runtime.env is 0600, as that file is."""
+    given = {"CORTEX_SECRET": os.environ["CORTEX_SECRET"]} if os.environ.get("CORTEX_SECRET") else {}
+    return {"DATABASE_URL": database_url, "NATS_URL": nats_url, **config.plugin_settings(os.environ), **given}
 
 
 def _token(args: argparse.Namespace) -> int:
@@ -291,6 +298,9 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # The services read `.env` (pydantic-settings); so does the CLI, for CORTEX_DATA_DIR, DATABASE_URL and
+    # the like. What the environment sets wins, as with the services.
+    load_dotenv(Path(".env"), override=False)
     args = parser().parse_args(argv)
     handlers = {
         "run": _run,

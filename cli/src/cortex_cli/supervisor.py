@@ -259,7 +259,11 @@ def _origin(given_url: str | None, data_dir: Path) -> str:
 def _announce(settings: RunSettings, names: Sequence[str], database_url: str, nats_url: str, console: _Console) -> None:
     database = _origin(settings.database_url, settings.data_dir / "pg")
     nats = _origin(settings.nats_url, settings.data_dir / "nats")
+    host, port = gateway_address({**os.environ, **settings.extra_env})
     console.line(_SELF, f"Cortex is running {', '.join(names)}; Ctrl-C stops it all")
+    console.line(
+        _SELF, f"  API: http://{host}:{port}/api/memory  (its OpenAPI document: http://{host}:{port}/openapi.json)"
+    )
     console.line(_SELF, f"  DATABASE_URL={_hide_password(database_url)}  ({database})")
     console.line(_SELF, f"  NATS_URL={_hide_password(nats_url)}  ({nats})")
 
@@ -371,10 +375,20 @@ LOCAL_QDRANT_REFUSED = (
 )
 
 
+def gateway_address(environment: Mapping[str, str]) -> tuple[str, str]:
+    """Where the gateway will listen (GatewaySettings' host and port, as the environment sets them)."""
+    return environment.get("CORTEX_GATEWAY_HOST", "127.0.0.1"), environment.get("CORTEX_GATEWAY_PORT", "8080")
+
+
 def refusal(environment: Mapping[str, str]) -> str | None:
     """Why this configuration cannot run as separate services, or None."""
     if environment.get("CORTEX_PLUGIN_VECTOR_STORE") == "qdrant" and not environment.get("CORTEX_QDRANT_URL"):
         return LOCAL_QDRANT_REFUSED
+    host, port = gateway_address(environment)
+    # Else the gateway fails to bind, is restarted five times, and the run ends; a port that is not a
+    # number is the gateway's own settings check to refuse.
+    if port.isdigit() and not port_is_free(host, int(port)):
+        return f"port {port} on {host} is in use: set CORTEX_GATEWAY_PORT to a free port for the gateway"
     return None
 
 
