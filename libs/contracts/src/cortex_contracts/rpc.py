@@ -57,7 +57,7 @@ class FeedRequest(WireModel):
 
 class FeedPage(WireModel):
     items: list[MemoryItem] = Field(description="This page of items, best (or newest) first.")
-    next_cursor: str | None = Field(default=None, description="Cursor for the next page; null at the end.")
+    next_cursor: str | None = Field(default=None, description="Cursor for the next page; absent from the last page.")
 
 
 class FacetsRequest(WireModel):
