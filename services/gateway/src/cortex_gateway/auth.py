@@ -59,7 +59,11 @@ async def current_caller(
     request: Request,
     res: Annotated[Resources, Depends(resources)],
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-    scope_slug: Annotated[str | None, Header(alias="X-Scope-Slug", max_length=100)] = None,
+    # Optional to the parser only, so that leaving it out is our 400 problem, not a generic 422.
+    scope_slug: Annotated[
+        str | None,
+        Header(alias="X-Scope-Slug", max_length=100, description="Required: the organization's slug (400 without)."),
+    ] = None,
 ) -> Caller:
     if credentials is None:
         raise unauthorized("A bearer token is required.")

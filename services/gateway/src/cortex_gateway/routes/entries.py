@@ -104,9 +104,9 @@ async def _exists(res: Resources, caller: Caller, id_: uuid.UUID) -> bool:
     responses={
         200: {"model": EntryAccepted, "description": "Already stored: the same content in the same scope"},
         201: {"model": EntryAccepted, "description": "Stored and recallable (with ?wait=true)"},
-        504: problem("Not stored within the wait timeout"),
         **UNSUPPORTED_MEDIA_TYPE,
         **ERRORS,
+        504: problem("Not stored within the wait timeout"),
     },
 )
 async def remember(

@@ -128,9 +128,9 @@ async def _publish_and_wait(res: Resources, caller: Caller, event: Envelope, doc
     responses={
         201: {"model": Created, "description": "Indexed and searchable (with ?wait=true)"},
         403: problem("Not an admin"),
-        504: problem("Not indexed within the wait timeout"),
         **UNSUPPORTED_MEDIA_TYPE,
         **ERRORS,
+        504: problem("Not indexed within the wait timeout"),
         422: problem("Invalid note, or an Idempotency-Key first used with a different request"),
     },
 )

@@ -14,5 +14,7 @@ ERRORS: dict[int | str, dict[str, object]] = {
     413: problem("Request body too large"),
     422: problem("Invalid parameters"),
     429: problem("Rate limit spent; see Retry-After"),
+    502: problem("The search service failed to answer (its reply was an error or empty)"),
     503: problem("The database, the event bus or the search service is not reachable; see Retry-After"),
+    504: problem("The search service did not answer in time"),
 }
