@@ -14,13 +14,14 @@ from dataclasses import dataclass
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cortex_gateway.problems import PROBLEM_JSON
+from cortex_gateway.problems import PROBLEM_JSON, problem_document
 
 
 async def _send_problem(
-    send: Send, status: int, title: str, detail: str, headers: dict[str, str] | None = None
+    scope: Scope, send: Send, status: int, detail: str, headers: dict[str, str] | None = None
 ) -> None:
-    body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail}).encode()
+    """The same problem document as the app's own (title, instance), sent before the app sees the request."""
+    body = json.dumps(problem_document(status, detail, instance=scope["path"])).encode()
     raw_headers = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode())]
     raw_headers += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw_headers})
@@ -45,9 +46,7 @@ class BodyLimit:
             return
         declared = dict(scope["headers"]).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await _send_problem(
-                send, 413, "Content Too Large", f"Request bodies are limited to {self.max_bytes} bytes."
-            )
+            await _send_problem(scope, send, 413, f"Request bodies are limited to {self.max_bytes} bytes.")
             return
         received = 0
         started = False
@@ -70,9 +69,7 @@ class BodyLimit:
             await self.app(scope, counting_receive, tracking_send)
         except _TooLarge:
             if not started:
-                await _send_problem(
-                    send, 413, "Content Too Large", f"Request bodies are limited to {self.max_bytes} bytes."
-                )
+                await _send_problem(scope, send, 413, f"Request bodies are limited to {self.max_bytes} bytes.")
 
 
 @dataclass
@@ -125,9 +122,9 @@ class RateLimit:
             wait = self._take(hashlib.sha256(credential).digest())
             if wait > 0:
                 await _send_problem(
+                    scope,
                     send,
                     429,
-                    "Too Many Requests",
                     "Slow down: this credential's rate limit is spent.",
                     {"Retry-After": str(math.ceil(wait))},
                 )
