@@ -2,9 +2,11 @@
 made an organization with an empty slug or a member with an empty user id, `cortex apikey create` a key
 with no name, and `cortex work create --title ''` ended in a pydantic traceback."""
 
+from pathlib import Path
+
 import pytest
 
-from cortex_cli.main import parser
+from cortex_cli.main import main, parser
 from cortex_contracts.doc_classes import DOC_CLASSES
 
 
@@ -37,3 +39,13 @@ def test_names_are_taken_without_surrounding_spaces() -> None:
     args = parser().parse_args(["work", "create", "--org", " acme ", "--title", " Billing ", "--team", "Platform "])
 
     assert (args.org, args.title, args.team) == ("acme", "Billing", "Platform")
+
+
+def test_ingest_says_which_files_are_missing_and_which_are_directories(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: both were "not a file (directories are not read)", and only once Cortex was found running.
+    assert main(["ingest", str(tmp_path / "missing.md"), "--org", "acme"]) == 2
+    assert capsys.readouterr().err == f"error: no such file: {tmp_path / 'missing.md'}\n"
+    assert main(["ingest", str(tmp_path), "--org", "acme"]) == 2
+    assert capsys.readouterr().err == f"error: not a file (directories are not read): {tmp_path}\n"

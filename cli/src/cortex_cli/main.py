@@ -123,12 +123,15 @@ def _token(args: argparse.Namespace) -> int:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    where = config.endpoints()
     paths = [Path(p) for p in args.files]
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        print(f"error: not a file (directories are not read): {', '.join(missing)}", file=sys.stderr)
-        return 2
+    for problem, found in (
+        ("no such file", [str(p) for p in paths if not p.exists()]),
+        ("not a file (directories are not read)", [str(p) for p in paths if p.exists() and not p.is_file()]),
+    ):
+        if found:
+            print(f"error: {problem}: {', '.join(found)}", file=sys.stderr)
+            return 2
+    where = config.endpoints()
     org = asyncio.run(organization_id(where.database_url, args.org))
     options = IngestOptions(organization_id=org, work_id=args.work, doc_class=args.doc_class, tags=tuple(args.tag))
     count = asyncio.run(ingest_files(where.nats_url, paths, options))
@@ -266,7 +269,13 @@ def parser() -> argparse.ArgumentParser:
     create = apikey.add_parser("create", help="create a key; prints it once (last line)")
     create.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
     create.add_argument("--name", required=True, type=_text(NAME_CHARS), help="what the key is for")
-    create.add_argument("--role", choices=[r.value for r in MemberRole], default=MemberRole.MEMBER.value)
+    create.add_argument(
+        "--role",
+        choices=[r.value for r in MemberRole],
+        default=MemberRole.MEMBER.value,
+        help="what the key may do: member reads and remembers, admin also writes notes and reads plugins"
+        " (default: member)",
+    )
     revoke = apikey.add_parser("revoke", help="revoke a key at once")
     revoke.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
     revoke.add_argument("key_id", type=uuid.UUID)
@@ -292,7 +301,11 @@ def parser() -> argparse.ArgumentParser:
     plugins_list.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
     use = plugins.add_parser("use", help="set the organization's plugin for a category (an env pin still wins)")
     use.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
-    use.add_argument("category", help=", ".join(c.name for c in CATEGORIES if c.selectable))
+    use.add_argument(
+        "category",
+        help=", ".join(c.name for c in CATEGORIES if c.selectable and c.per_organization)
+        + " (embedder and vector_store are chosen for the whole deployment: CORTEX_PLUGIN_EMBEDDER, …_VECTOR_STORE)",
+    )
     use.add_argument("name", help="the plugin's name, as `cortex plugins list` shows it")
     return root
 
