@@ -217,10 +217,13 @@ def test_run_ingest_search_stop_and_run_again_on_the_same_data(tmp_path: Path) -
 
 def test_a_token_made_in_another_shell_is_valid_with_the_secret_the_run_was_given(tmp_path: Path) -> None:
     data_dir, port = tmp_path / "data", free_port("127.0.0.1")
-    with cortex_run(data_dir, port, tmp_path / "run.log", given={"CORTEX_SECRET": "given-" + "s" * 40}):
+    # A gateway's own secret left in the shell would win over the one the run gives every service.
+    given = {"CORTEX_SECRET": "given-" + "s" * 40, "CORTEX_GATEWAY_SECRET": "stale-" + "s" * 40}
+    with cortex_run(data_dir, port, tmp_path / "run.log", given=given):
         token = cli(data_dir, "token", "--org", "acme", "--user", "alice", "--create").strip().splitlines()[-1]
 
         assert search(port, token, "anything") == []  # before: 401, signed with a secret the CLI made itself
+    assert "ignoring CORTEX_GATEWAY_SECRET" in (tmp_path / "run.log").read_text()
 
 
 @pytest.mark.parametrize("where", ["environment", "dotenv"])

@@ -375,6 +375,10 @@ LOCAL_QDRANT_REFUSED = (
 )
 
 
+# A service's own override of what `cortex run` gives them all; left in the shell it would win.
+_OVERRIDES = re.compile(r"CORTEX_(GATEWAY|INDEXER|AGGREGATOR)_(DATABASE_URL|NATS_URL|SECRET)")
+
+
 def gateway_address(environment: Mapping[str, str]) -> tuple[str, str]:
     """Where the gateway will listen (GatewaySettings' host and port, as the environment sets them)."""
     return environment.get("CORTEX_GATEWAY_HOST", "127.0.0.1"), environment.get("CORTEX_GATEWAY_PORT", "8080")
@@ -419,6 +423,9 @@ def run_all(settings: RunSettings) -> int:
             if settings.on_ready is not None:
                 settings.on_ready(database_url, nats_url)
             env = {**os.environ, **settings.extra_env}
+            for ignored in sorted(filter(_OVERRIDES.fullmatch, env)):
+                console.line(_SELF, f"ignoring {ignored}: cortex run gives every service its database, NATS and secret")
+                del env[ignored]
             env |= {"DATABASE_URL": settings.service_database_url(database_url), "NATS_URL": nats_url}
             env.setdefault("PYTHONUNBUFFERED", "1")  # lines as they are printed, not per 8 KiB
             _announce(settings, names, database_url, nats_url, console)

@@ -11,7 +11,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from cortex_gateway.problems import PROBLEM_JSON, problem_document
 
-DETAIL = "The request is not valid HTTP/1.1, or its request line (the URL) is longer than 64 KiB."
+DETAIL = "The request cannot be parsed as HTTP, or its request line (the URL) is longer than 64 KiB."
 
 
 class ProblemHttpProtocol(HttpToolsProtocol):
