@@ -325,11 +325,20 @@ def _print_report(result: dict[str, Any]) -> None:
     rounds = result["rounds"]
     if len(rounds) > 1:
         print("\nrounds (each pipeline run against the bare runs on either side of it; the tables here are round 1's):")
+        processes = ("indexer", "postgres", "nats", "bench")
         print(
             table(
-                ["round", "pipeline docs/s", "bare docs/s", "ratio", "CPU-time ratio"],
+                ["round", "pipeline docs/s", "bare docs/s", "ratio", "CPU-time ratio", "bare CPU-s", *processes],
                 [
-                    [i, r["pipeline_docs_per_s"], r["bare_docs_per_s"], f"{r['ratio']:.2f}", f"{r['cpu_ratio']:.2f}"]
+                    [
+                        i,
+                        r["pipeline_docs_per_s"],
+                        r["bare_docs_per_s"],
+                        f"{r['ratio']:.2f}",
+                        f"{r['cpu_ratio']:.2f}",
+                        f"{r['bare_cpu']:.2f}",
+                        *(f"{r['pipeline_cpu'][name]:.2f}" for name in processes),
+                    ]
                     for i, r in enumerate(rounds, 1)
                 ],
             )
@@ -489,6 +498,8 @@ def _round(pipeline: dict[str, Any], bare_before: dict[str, Any], bare_after: di
         "bare_chunks_per_s": (before["chunks_per_s"] + after["chunks_per_s"]) / 2,
         "ratio": pipeline["docs_per_s"] / bare_docs,
         "cpu_ratio": bare_cpu / pipeline_cpu,
+        "bare_cpu": bare_cpu,
+        "pipeline_cpu": {k: v for k, v in pipeline["cpu"].items() if k not in ("wall", "cores")},
     }
 
 
