@@ -103,3 +103,5 @@ async def test_an_empty_session_or_agent_id_names_none(org: Org) -> None:
     (item,) = [item for item in response.json()["items"] if item["id"] == first.json()["id"]]
     assert "memorySessionId" not in item or item["memorySessionId"] is None
     assert "agentId" not in item or item["agentId"] is None
+    unfiltered = await org.member.get("/api/memory/recall", params={"q": "backups", "sessionId": ""})
+    assert first.json()["id"] in [item["id"] for item in unfiltered.json()["items"]]  # before: no items

@@ -99,3 +99,17 @@ async def test_a_remembered_at_out_of_bounds_is_dead_lettered(
 
     (letter,) = await read_dead_letters(js, org.id, 1, stream="memory")
     assert "rememberedAt" in letter.record["error"]
+
+
+async def test_an_entry_of_only_invisible_characters_is_dead_lettered(
+    make_org: OrgFactory, js: JetStreamContext
+) -> None:
+    org = await make_org()
+
+    event = remembered_event(org.id, uuid.uuid4(), "placeholder", partition=MemoryPartition.SEMANTIC)
+    blank = event.model_copy(update={"data": {**event.data, "content": "\u200b\u200b"}})  # as a publisher sends it
+
+    await publish_remembered(js, blank)  # before: stored, and recalled first for anything
+
+    (letter,) = await read_dead_letters(js, org.id, 1, stream="memory")
+    assert "content must not be blank" in letter.record["error"]

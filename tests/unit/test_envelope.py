@@ -111,13 +111,14 @@ def test_parse_delivery_rejects_what_is_not_an_envelope(raw: bytes) -> None:
         parse_delivery(subjects.kb_document_upserted(ORG), raw, deliveries=1)
 
 
-@pytest.mark.parametrize("repeated", ["orgid", "data.organizationId"])
+@pytest.mark.parametrize("repeated", ["orgid", "orgi\\u0064", "data.organizationId", "data.title"])
 def test_parse_delivery_rejects_an_event_that_repeats_a_key(repeated: str) -> None:
     wire = envelope().to_wire().decode()
-    if repeated == "orgid":  # the first would name another organization, the last (kept) this one
-        raw = wire.replace('{"', f'{{"orgid":"{uuid.uuid4()}","', 1)
+    if repeated.startswith("orgi"):  # the first would name another organization, the last (kept) this one
+        raw = wire.replace('{"', f'{{"{repeated}":"{uuid.uuid4()}","', 1)  # also spelt with a JSON escape
     else:
-        raw = wire.replace('"data":{"', f'"data":{{"organizationId":"{uuid.uuid4()}","', 1)
+        key = repeated.removeprefix("data.")
+        raw = wire.replace('"data":{"', f'"data":{{"{key}":"{uuid.uuid4()}","', 1)
 
     with pytest.raises(PoisonMessage, match="repeats"):
         parse_delivery(subjects.kb_document_upserted(ORG), raw.encode(), deliveries=1)

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, Field
 
-from cortex_contracts.base import NO_NUL, WireModel
+from cortex_contracts.base import NO_NUL, WireModel, is_blank
 from cortex_contracts.json_metadata import JsonMetadata
 
 MAX_ENTRY_CHARS = 8192
@@ -39,10 +39,16 @@ def _none_if_empty(value: str | None) -> str | None:
 ScopeName = Annotated[str | None, AfterValidator(_none_if_empty)]
 
 
+def _has_text(content: str) -> str:
+    if is_blank(content):  # only white space or zero-width characters: nothing to recall it by
+        raise ValueError("content must not be blank")
+    return content
+
+
 class EntryRemembered(WireModel):
     entry_id: UUID = Field(description="Derived from the scope and the content: the same memory, the same id.")
     organization_id: UUID
-    content: str = Field(min_length=1, max_length=MAX_ENTRY_CHARS, pattern=NO_NUL)
+    content: Annotated[str, AfterValidator(_has_text)] = Field(min_length=1, max_length=MAX_ENTRY_CHARS, pattern=NO_NUL)
     partition: MemoryPartition
     tier: MemoryTier
     work_id: UUID | None = None
@@ -62,8 +68,9 @@ class RecallRequest(WireModel):
     partition: list[MemoryPartition] = Field(default_factory=list, max_length=5)
     tier: list[MemoryTier] = Field(default_factory=list, max_length=4)
     work_id: UUID | None = None
-    memory_session_id: str | None = Field(default=None, max_length=200, pattern=NO_NUL)
-    agent_id: str | None = Field(default=None, max_length=200, pattern=NO_NUL)
+    # Empty names none, as when remembering: `?sessionId=` is no filter, not a filter nothing matches.
+    memory_session_id: ScopeName = Field(default=None, max_length=200, pattern=NO_NUL)
+    agent_id: ScopeName = Field(default=None, max_length=200, pattern=NO_NUL)
 
 
 class RecalledEntry(WireModel):
