@@ -99,6 +99,8 @@ async def test_an_empty_session_or_agent_id_names_none(org: Org) -> None:
 
     assert first.status_code == 201, first.text
     assert again.json() == {"id": first.json()["id"], "deduplicated": True}
+    blank = {"content": "Backups run at 02:00 UTC", "memorySessionId": "  ", "agentId": "\u200b"}
+    assert (await org.member.post("/api/memory/entries", json=blank)).json()["id"] == first.json()["id"]
     response = await org.member.get("/api/memory/recall", params={"q": "backups"})
     (item,) = [item for item in response.json()["items"] if item["id"] == first.json()["id"]]
     assert "memorySessionId" not in item or item["memorySessionId"] is None

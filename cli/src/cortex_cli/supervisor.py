@@ -261,9 +261,10 @@ def _announce(settings: RunSettings, names: Sequence[str], database_url: str, na
     nats = _origin(settings.nats_url, settings.data_dir / "nats")
     host, port = gateway_address({**os.environ, **settings.extra_env})
     console.line(_SELF, f"Cortex is running {', '.join(names)}; Ctrl-C stops it all")
-    console.line(
-        _SELF, f"  API: http://{host}:{port}/api/memory  (its OpenAPI document: http://{host}:{port}/openapi.json)"
-    )
+    if port.isdigit():  # else the gateway refuses the value, and says so
+        console.line(
+            _SELF, f"  API: http://{host}:{port}/api/memory  (its OpenAPI document: http://{host}:{port}/openapi.json)"
+        )
     console.line(_SELF, f"  DATABASE_URL={_hide_password(database_url)}  ({database})")
     console.line(_SELF, f"  NATS_URL={_hide_password(nats_url)}  ({nats})")
 

@@ -31,9 +31,9 @@ class MemoryTier(StrEnum):
 
 
 def _none_if_empty(value: str | None) -> str | None:
-    """An empty session, agent or run id names none: an entry's id is derived that way (the same memory
-    sent with `""` and without is one entry), so it is stored that way too."""
-    return value or None
+    """An empty (or blank) session, agent or run id names none: an entry's id is derived that way (the same
+    memory sent with `""` and without is one entry), so it is stored that way too."""
+    return None if value is None or is_blank(value) else value
 
 
 ScopeName = Annotated[str | None, AfterValidator(_none_if_empty)]
