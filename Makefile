@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 # that sentence-transformers does not pull a multi-GB CUDA build.
 TORCH := torch==2.13.0
 
-.PHONY: install run test check lint typecheck unit bench clean
+.PHONY: install run test check lint typecheck docs-check unit bench clean
 
 install: $(STAMP)
 
@@ -34,7 +34,10 @@ lint: install
 typecheck: install
 	$(BIN)/mypy
 
-check: lint typecheck
+docs-check: install  # docs/ as the code generates it (OpenAPI, AsyncAPI)
+	$(BIN)/python scripts/export_api_docs.py --check
+
+check: lint typecheck docs-check
 
 test: check
 	$(BIN)/pytest
