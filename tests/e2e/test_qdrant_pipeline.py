@@ -10,6 +10,7 @@ import tempfile
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -82,14 +83,18 @@ async def search(nc: NATS, org_id: uuid.UUID, q: str, **filters: list[str]) -> l
     return [item.id for item in (await ask_feed(nc, request)).items]
 
 
-async def chunk_ids(infra: Infrastructure, document_id: uuid.UUID) -> set[int]:
+async def first_column(infra: Infrastructure, statement: str, **params: Any) -> list[Any]:
+    """The first column of a statement's rows, read as the database's owner (past row-level security)."""
     engine = make_engine(infra.database_url, pool_size=1)
     try:
         async with engine.connect() as connection:
-            rows = await connection.execute(text("SELECT id FROM kb_chunks WHERE document_id = :d"), {"d": document_id})
-            return {row.id for row in rows}
+            return [row[0] for row in await connection.execute(text(statement), params)]
     finally:
         await engine.dispose()
+
+
+async def chunk_ids(infra: Infrastructure, document_id: uuid.UUID) -> set[int]:
+    return set(await first_column(infra, "SELECT id FROM kb_chunks WHERE document_id = :d", d=document_id))
 
 
 async def test_qdrant_holds_the_vectors_the_dense_leg_searches(
@@ -174,13 +179,8 @@ async def indexer_with(
 
 
 async def mirror_pending(infra: Infrastructure, document_ids: list[uuid.UUID]) -> list[bool]:
-    engine = make_engine(infra.database_url, pool_size=1)
-    try:
-        async with engine.connect() as connection:
-            statement = text("SELECT mirror_pending FROM kb_documents WHERE id = ANY(:ids) ORDER BY id")
-            return [row.mirror_pending for row in await connection.execute(statement, {"ids": document_ids})]
-    finally:
-        await engine.dispose()
+    statement = "SELECT mirror_pending FROM kb_documents WHERE id = ANY(:ids) ORDER BY id"
+    return await first_column(infra, statement, ids=document_ids)
 
 
 async def test_with_the_qdrant_server_unreachable_changes_are_committed_and_mirrored_once_it_answers(
