@@ -45,10 +45,16 @@ def _has_text(content: str) -> str:
     return content
 
 
+# What an entry remembers, as an event carries it and as POST /entries takes it.
+EntryContent = Annotated[
+    str, Field(min_length=1, max_length=MAX_ENTRY_CHARS, pattern=NO_NUL), AfterValidator(_has_text)
+]
+
+
 class EntryRemembered(WireModel):
     entry_id: UUID = Field(description="Derived from the scope and the content: the same memory, the same id.")
     organization_id: UUID
-    content: Annotated[str, AfterValidator(_has_text)] = Field(min_length=1, max_length=MAX_ENTRY_CHARS, pattern=NO_NUL)
+    content: EntryContent
     partition: MemoryPartition
     tier: MemoryTier
     work_id: UUID | None = None

@@ -9,18 +9,18 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from cortex_contracts import subjects
-from cortex_contracts.base import NO_NUL, is_blank
+from cortex_contracts.base import NO_NUL
 from cortex_contracts.envelope import new_envelope
 from cortex_contracts.json_metadata import JsonMetadata
 from cortex_contracts.memory import (
-    MAX_ENTRY_CHARS,
     MAX_RECALL_LIMIT,
     TYPE_ENTRY_REMEMBERED,
     AgentMemories,
     AgentMemoriesRequest,
+    EntryContent,
     EntryFound,
     EntryLookup,
     EntryRemembered,
@@ -49,7 +49,7 @@ WAIT_POLL_SECONDS = 0.1
 class EntryCreate(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    content: str = Field(min_length=1, max_length=MAX_ENTRY_CHARS, pattern=NO_NUL)
+    content: EntryContent
     partition: MemoryPartition = MemoryPartition.EPISODIC
     tier: MemoryTier = MemoryTier.SESSION
     work_id: uuid.UUID | None = Field(default=None, alias="workId")
@@ -57,13 +57,6 @@ class EntryCreate(BaseModel):
     agent_id: ScopeName = Field(default=None, alias="agentId", max_length=200, pattern=NO_NUL)
     agent_run_id: ScopeName = Field(default=None, alias="agentRunId", max_length=200, pattern=NO_NUL)
     metadata: JsonMetadata | None = None
-
-    @field_validator("content")
-    @classmethod
-    def _content_has_text(cls, content: str) -> str:
-        if is_blank(content):  # as a note's title: nothing to recall
-            raise ValueError("content must not be blank")
-        return content
 
 
 class EntryAccepted(BaseModel):
