@@ -24,6 +24,7 @@ from typing import IO, Any, Self, TextIO
 
 from cortex_cli.restarts import RestartPolicy
 from cortex_embedded_servers import EmbeddedNats, EmbeddedPostgres, free_port, port_is_free
+from cortex_gateway.settings import GatewaySettings
 from cortex_supervision.lifeline import LIFELINE_ENV
 from cortex_supervision.service_run import CANNOT_START
 
@@ -382,7 +383,9 @@ _OVERRIDES = re.compile(r"CORTEX_(GATEWAY|INDEXER|AGGREGATOR)_(DATABASE_URL|NATS
 
 def gateway_address(environment: Mapping[str, str]) -> tuple[str, str]:
     """Where the gateway will listen (GatewaySettings' host and port, as the environment sets them)."""
-    return environment.get("CORTEX_GATEWAY_HOST", "127.0.0.1"), environment.get("CORTEX_GATEWAY_PORT", "8080")
+    fields = GatewaySettings.model_fields
+    host = environment.get("CORTEX_GATEWAY_HOST", str(fields["host"].default))
+    return host, environment.get("CORTEX_GATEWAY_PORT", str(fields["port"].default))
 
 
 def refusal(environment: Mapping[str, str]) -> str | None:
