@@ -11,9 +11,17 @@ NO_NUL = r"^[^\x00]*$"
 BIGINT_MAX = 2**63 - 1
 
 
+# Unicode's default-ignorable code points that are not format characters (Cf): Hangul fillers, variation
+# selectors, the combining grapheme joiner. They render as nothing, as zero-width spaces do.
+_IGNORABLE = frozenset([0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F, 0x3164, 0xFFA0]).union(
+    range(0xFE00, 0xFE10), range(0xE0100, 0xE01F0)
+)
+
+
 def is_blank(text: str) -> bool:
-    """Only white space and invisible format characters (zero-width space, joiners, BOM): nothing to find."""
-    return all(char.isspace() or unicodedata.category(char) == "Cf" for char in text)
+    """Only white space, control and invisible characters (zero-width space, joiners, BOM, Hangul filler,
+    variation selectors): nothing to find."""
+    return all(char.isspace() or ord(char) in _IGNORABLE or unicodedata.category(char) in ("Cf", "Cc") for char in text)
 
 
 class WireModel(BaseModel):
