@@ -28,7 +28,7 @@ from cortex_plugins import PluginChoiceError, PluginRegistry, discovery
 from cortex_plugins.testing import FakeEntryPoint
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.tenancy import bind_organization
-from tests.cli_runs import cli
+from tests.cli_runs import cli, cli_process
 from tests.conftest import Org
 from tests.gateways import running_gateway
 from tests.infrastructure import Infrastructure
@@ -282,3 +282,15 @@ async def test_the_cli_beside_a_run_sees_and_checks_the_plugins_as_the_run_has_t
     assert await asyncio.to_thread(main, ["plugins", "use", "--org", plugin_org.slug, "reranker", "http"]) == 1
     assert "is not configured" in capsys.readouterr().err
     assert os.environ["CORTEX_PLUGIN_RERANKER"] == "reverse"  # the shell's own, back after the command
+
+
+async def test_the_cli_lists_an_unhealthy_plugin_in_its_table_without_log_lines(
+    migrated: Infrastructure, plugin_org: Org, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CORTEX_MEM0_URL", "http://127.0.0.1:9")  # nothing listens there
+
+    done = await cli_process(migrated, tmp_path, ["plugins", "list", "--org", plugin_org.slug])
+
+    assert done.returncode == 0, done.stderr
+    assert "mem0" in done.stdout and "unhealthy: mem0 at http://127.0.0.1:9" in done.stdout
+    assert done.stderr == ""  # before: the service's WARNING about the failed call, above the table

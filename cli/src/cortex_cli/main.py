@@ -2,6 +2,7 @@
 
 import argparse
 import asyncio
+import logging
 import os
 import signal
 import sys
@@ -203,6 +204,9 @@ def _replayed(letter: dead_letters.Letter) -> None:
 def _plugins(args: argparse.Namespace) -> int:
     where = config.endpoints()
     org = asyncio.run(organization_id(where.database_url, args.org))
+    # The listing shows each plugin's failure itself; the log lines a service writes (a health check's
+    # traceback) would only repeat it, above the table.
+    logging.getLogger().addHandler(logging.NullHandler())
     with config.plugins_as_the_run_has_them():  # plugins load lazily: all of it inside
         registry = PluginRegistry.from_environment()
         if args.plugins_command == "use":
