@@ -28,6 +28,7 @@ from cortex_messaging.streams import ensure_streams
 from cortex_plugins.registry import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker, open_pool
 from cortex_supervision.service_run import CannotStart
+from cortex_telemetry.heap import freeze_startup_heap
 from cortex_vector_stores.binding import store_of_its_own
 
 log = logging.getLogger(__name__)
@@ -120,6 +121,7 @@ class Indexer:
                 max_deliver=settings.max_deliver,
                 concurrency=4,
             )
+            freeze_startup_heap()  # the model, plugins and pools: the collector's full passes no longer walk them
             await asyncio.gather(
                 *background,
                 relay.sweep(self.stop),
