@@ -35,25 +35,27 @@ async def test_letters_are_listed_and_replayed_once_the_cause_is_fixed(
     bucket, document = f"late-{uuid.uuid4().hex[:12]}", uuid.uuid4()
     # The upstream service published the event before its upload of the body had finished.
     late = upsert_event(org.id, document, title="Zebra report", body="", version=1)
-    late = late.model_copy(update={"data": {**late.data, "body": None, "bodyRef": {"bucket": bucket, "name": "b"}}})
+    late = late.model_copy(
+        update={"data": {**late.data, "body": None, "bodyRef": {"bucket": bucket, "name": f"{org.id}/b"}}}
+    )
     await publish_upsert(js, late)
     other_org = uuid.uuid4()
     await js.publish(subjects.kb_document_upserted(other_org), b"not an event")
     (letter,) = await read_dead_letters(js, org.id, 1)
-    assert letter.record["error"] == f"body object {bucket}/b not found"
+    assert letter.record["error"] == f"body object {bucket}/{org.id}/b not found"
 
     assert await cli(migrated, ["dlq", "list", "--org", org.slug]) == 0
     (line,) = capsys.readouterr().out.splitlines()
     number, _, subject, reason = line.split(maxsplit=3)
     assert subject == subjects.kb_document_upserted(org.id)
-    assert reason == f"poison message: body object {bucket}/b not found"
+    assert reason == f"poison message: body object {bucket}/{org.id}/b not found"
 
     assert await cli(migrated, ["dlq", "replay", "--org", org.slug]) == 2  # neither numbers nor --all
     assert await cli(migrated, ["dlq", "replay", "--org", org.slug, "999999"]) == 1
     assert "no dead letter of" in capsys.readouterr().err
 
     store = await js.create_object_store(bucket, ObjectStoreConfig())
-    await store.put("b", b"The zebra migration report, uploaded at last.")
+    await store.put(f"{org.id}/b", b"The zebra migration report, uploaded at last.")
     watcher = await IndexedWatcher().start(nats_client, org.id)
     assert await cli(migrated, ["dlq", "replay", "--org", org.slug, number]) == 0
     assert capsys.readouterr().out == f"replayed {number}: {subject}\n"
@@ -99,12 +101,14 @@ async def test_an_upload_stored_as_failed_is_indexed_when_its_letter_is_replayed
     upload_id, bucket = uuid.uuid4(), f"uploads-{uuid.uuid4().hex[:12]}"
     document = document_id_for(upload_id)
     content = b"The narwhal tusk survey, uploaded at last.\n"
-    event = upload_event(org.id, upload_id, filename="survey.txt", size=len(content), bucket=bucket, name="survey.txt")
+    event = upload_event(
+        org.id, upload_id, filename="survey.txt", size=len(content), bucket=bucket, name=f"{org.id}/survey.txt"
+    )
     watcher = await IndexedWatcher().start(nats_client, org.id)
     try:
         await publish_upload(js, event)
         (letter,) = await read_dead_letters(js, org.id, 1)
-        assert letter.record["error"] == f"missing: object {bucket}/survey.txt not found"
+        assert letter.record["error"] == f"missing: object {bucket}/{org.id}/survey.txt not found"
         failed = (await org.member.get(f"/api/memory/documents/{document}")).json()
         assert failed["failureReason"] == letter.record["error"]
 
@@ -120,7 +124,7 @@ async def test_an_upload_stored_as_failed_is_indexed_when_its_letter_is_replayed
         assert again[0].split(maxsplit=3)[3] == first.split(maxsplit=3)[3]
 
         store = await js.create_object_store(bucket, ObjectStoreConfig())
-        await store.put("survey.txt", content)
+        await store.put(f"{org.id}/survey.txt", content)
         assert await cli(migrated, ["dlq", "replay", "--org", org.slug, "--all"]) == 0
         assert "replayed" in capsys.readouterr().out
         await watcher.wait_for(document, 1)  # once for the failure, once now: the last is the success

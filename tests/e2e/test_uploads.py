@@ -23,11 +23,11 @@ from cortex_contracts.envelope import new_envelope
 from cortex_contracts.uploads import TYPE_UPLOAD_CREATED, UploadCreated
 from cortex_extractors import media_types, samples
 from cortex_indexer.uploads import document_id_for as upload_document_id
-from cortex_messaging.buckets import INLINE_BODY_LIMIT
+from cortex_messaging.buckets import INLINE_BODY_LIMIT, UPLOAD_BUCKET
 from cortex_messaging.publisher import publish_event
-from tests.conftest import Org
+from tests.conftest import Org, OrgFactory
 from tests.dlq import read_dead_letters
-from tests.events import search_ids
+from tests.events import publish_upsert, search_ids, upsert_event
 from tests.infrastructure import Infrastructure
 from tests.services import EXTRACTION_TIMEOUT
 from tests.slow_pdf import slow_pdf
@@ -174,14 +174,14 @@ async def test_an_upload_declared_as_another_type_is_read_as_what_its_bytes_are(
     said, upload_id = word("mislabelled"), uuid.uuid4()
     data = samples.docx_file("Quarterly report", [("Summary", f"It mentions {said}.")])
     store = await js.create_object_store(f"mislabelled-{uuid.uuid4().hex[:12]}", ObjectStoreConfig())
-    await store.put("report", data)
+    await store.put(f"{org.id}/report", data)
     upload = UploadCreated(
         upload_id=upload_id,
         organization_id=org.id,
         filename="report.pdf",
         media_type=media_types.PDF,
         size_bytes=len(data),
-        object=ObjectRef(bucket=store._name, name="report"),
+        object=ObjectRef.owned(store._name, org.id, "report"),
     )
     event = new_envelope(
         event_type=TYPE_UPLOAD_CREATED,
@@ -291,3 +291,48 @@ async def test_a_file_too_slow_to_read_fails_as_too_slow_and_holds_up_no_one_els
     letters = await read_dead_letters(js, org.id, len(slow))
     assert {letter.record["error"] for letter in letters} == {reason}
     assert await lexical_ids(org.member, said) == [note.json()["id"]]
+
+
+async def test_an_event_naming_another_organizations_object_is_refused(
+    migrated: Infrastructure, make_org: OrgFactory, js: JetStreamContext, tmp_path: Path
+) -> None:
+    """The buckets are shared and `cortex ingest` names its objects predictably. Before, an event of one
+    organization naming another's object indexed that organization's file, or body, as its own."""
+    owner, intruder = await make_org(), await make_org()
+    secret = word("secret")
+    plans = samples.docx_file("Plans", [("Next", f"Acquire {secret}.")])
+    paths = await ingest(migrated, owner, tmp_path, {"plans.docx": plans})
+    await detail_when(owner.member, upload_document(owner, paths["plans.docx"]), status="published")
+    owners = ObjectRef.owned(UPLOAD_BUCKET, owner.id, str(upload_id_for(options_for(owner), paths["plans.docx"])))
+
+    upload_id = uuid.uuid4()
+    upload = UploadCreated(
+        upload_id=upload_id,
+        organization_id=intruder.id,
+        filename="plans.docx",
+        media_type=media_types.DOCX,
+        size_bytes=len(plans),
+        object=owners,
+    )
+    event = new_envelope(
+        event_type=TYPE_UPLOAD_CREATED,
+        source="tests/upstream",
+        org_id=intruder.id,
+        subject=str(upload_id),
+        data=upload.model_dump(mode="json", by_alias=True, exclude_none=True),
+    )
+    await publish_event(js, subjects.kb_upload_created(intruder.id), event)
+    body_event = upsert_event(intruder.id, uuid.uuid4(), title="Plans", body="", version=1)
+    refs = {**body_event.data, "body": None, "bodyRef": owners.model_dump(by_alias=True)}
+    await publish_upsert(js, body_event.model_copy(update={"data": refs}))
+
+    refusal = (
+        f"object {owners.bucket}/{owners.name} is not this organization's: its name must start with {intruder.id}/"
+    )
+    detail = await detail_when(intruder.member, upload_document_id(upload_id), status="failed")
+    assert detail["failureReason"] == f"refused: {refusal}"
+    assert detail["body"] == ""
+    letters = await read_dead_letters(js, intruder.id, 2)
+    assert sorted(letter.record["error"] for letter in letters) == [f"body {refusal}", f"refused: {refusal}"]
+    assert await lexical_ids(intruder.member, secret) == []
+    assert await lexical_ids(owner.member, secret) == [str(upload_document(owner, paths["plans.docx"]))]

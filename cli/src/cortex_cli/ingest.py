@@ -74,7 +74,7 @@ def _inline_text(data: bytes) -> str | None:
 
 async def _publish_document(buckets: Buckets, path: Path, body: str, options: IngestOptions) -> None:
     document_id = document_id_for(options, path)
-    ref = await stored_if_large(buckets, f"{document_id}/{time.time_ns()}", body)
+    ref = await stored_if_large(buckets, options.organization_id, f"{document_id}/{time.time_ns()}", body)
     payload = DocumentUpserted(
         document_id=document_id,
         organization_id=options.organization_id,
@@ -107,7 +107,7 @@ async def _publish_upload(
     upload_id = upload_id_for(options, path)
     ref = None
     if len(data) <= MAX_INPUT_BYTES:
-        ref = ObjectRef(bucket=UPLOAD_BUCKET, name=str(upload_id))
+        ref = ObjectRef.owned(UPLOAD_BUCKET, options.organization_id, str(upload_id))
         await (await buckets.get(UPLOAD_BUCKET)).put(ref.name, data)
     payload = UploadCreated(
         upload_id=upload_id,

@@ -24,10 +24,24 @@ class DocumentStatus(StrEnum):
 
 
 class ObjectRef(WireModel):
-    """A body stored in the NATS Object Store instead of inline."""
+    """A body or a file stored in the NATS Object Store instead of inline. Its name starts with its
+    organization's id (`<organizationId>/…`): an event may name only its own organization's objects, however
+    guessable another's names are."""
 
     bucket: str = Field(min_length=1, max_length=100, description="Object Store bucket name.")
-    name: str = Field(min_length=1, max_length=500, description="Object name within the bucket.")
+    name: str = Field(
+        min_length=1,
+        max_length=500,
+        description="Object name within the bucket: `<organizationId>/…`, the id of the event's organization.",
+    )
+
+    @classmethod
+    def owned(cls, bucket: str, organization_id: UUID, name: str) -> "ObjectRef":
+        return cls(bucket=bucket, name=f"{organization_id}/{name}")
+
+    def owned_by(self, organization_id: UUID) -> bool:
+        prefix = f"{organization_id}/"
+        return self.name[: len(prefix)].lower() == prefix
 
 
 class DocumentUpserted(WireModel):

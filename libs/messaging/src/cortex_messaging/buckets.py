@@ -5,6 +5,8 @@ body may be 1 MiB of characters (up to 4 MiB as UTF-8): a body over `INLINE_BODY
 `cortex-bodies` and the event names it (`bodyRef`), as every publisher of KB events should do.
 """
 
+from uuid import UUID
+
 from nats.js import JetStreamContext
 from nats.js.api import ObjectStoreConfig
 from nats.js.errors import BucketNotFoundError
@@ -37,11 +39,12 @@ class Buckets:
         return self._opened[name]
 
 
-async def stored_if_large(buckets: Buckets, name: str, body: str) -> ObjectRef | None:
-    """The body put into the body bucket under `name` when it is too large to send inline, else None."""
+async def stored_if_large(buckets: Buckets, organization_id: UUID, name: str, body: str) -> ObjectRef | None:
+    """The body put into the body bucket under `<organizationId>/<name>` when it is too large to send inline,
+    else None."""
     data = body.encode()
     if len(data) <= INLINE_BODY_LIMIT:
         return None
-    ref = ObjectRef(bucket=BODY_BUCKET, name=name)
+    ref = ObjectRef.owned(BODY_BUCKET, organization_id, name)
     await (await buckets.get(BODY_BUCKET)).put(ref.name, data)
     return ref

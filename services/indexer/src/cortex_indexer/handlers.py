@@ -54,7 +54,7 @@ def make_kb_handler(ctx: IndexingContext, js: JetStreamContext, extraction: Extr
         failure_reason = None
         if delivery.action == subjects.DOCUMENT_UPSERTED:
             doc = _payload(DocumentUpserted, delivery)
-            body = doc.body if doc.body_ref is None else await read_body(js, doc.body_ref)
+            body = doc.body if doc.body_ref is None else await read_body(js, doc.body_ref, owner=meta.organization_id)
             result = await index_document(ctx, meta, doc, body or "")
         elif delivery.action == subjects.DOCUMENT_DELETED:
             result = await delete_document(ctx, meta, _payload(DocumentDeleted, delivery))

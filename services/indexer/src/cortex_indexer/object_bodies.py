@@ -8,6 +8,7 @@ was most of the NATS server's and much of the indexer's own work per file in ben
 
 import base64
 import hashlib
+from uuid import UUID
 
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError, ObjectNotFoundError
@@ -27,7 +28,17 @@ class UnreadableObject(Exception):
     """The object is not there, or is larger than the reader accepts: asking again will not change that."""
 
 
-async def read_bytes(js: JetStreamContext, ref: ObjectRef, *, max_bytes: int) -> bytes:
+class ForeignObject(UnreadableObject):
+    """The event names an object outside its organization's names: refused before it is looked up, so that
+    the answer says nothing about another organization's objects."""
+
+
+async def read_bytes(js: JetStreamContext, ref: ObjectRef, *, owner: UUID, max_bytes: int) -> bytes:
+    """The object's bytes, if it is `owner`'s (named `<owner>/…`)."""
+    if not ref.owned_by(owner):
+        raise ForeignObject(
+            f"object {ref.bucket}/{ref.name} is not this organization's: its name must start with {owner}/"
+        )
     if VALID_BUCKET_RE.match(ref.bucket) is None:
         raise UnreadableObject(f"object store bucket name {ref.bucket!r} is not valid")
     stream = OBJ_STREAM_TEMPLATE.format(bucket=ref.bucket)
@@ -67,9 +78,11 @@ def _recorded_digest(digest: str | None) -> bytes | None:
         return None
 
 
-async def read_body(js: JetStreamContext, ref: ObjectRef) -> str:
+async def read_body(js: JetStreamContext, ref: ObjectRef, *, owner: UUID) -> str:
     try:
-        data = await read_bytes(js, ref, max_bytes=4 * MAX_BODY_CHARS)  # UTF-8 takes at most 4 bytes a character
+        data = await read_bytes(
+            js, ref, owner=owner, max_bytes=4 * MAX_BODY_CHARS
+        )  # UTF-8 takes at most 4 bytes a character
     except UnreadableObject as exc:
         raise PoisonMessage(f"body {exc}") from exc
     try:

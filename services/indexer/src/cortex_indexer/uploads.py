@@ -18,7 +18,7 @@ from cortex_extractors.limits import MAX_INPUT_BYTES
 from cortex_extractors.media_types import normalize, signed_media_type
 from cortex_indexer.extraction_workers import ExtractionWorkers
 from cortex_indexer.indexing import EventMeta, IndexingContext, index_document, prior_embeddings
-from cortex_indexer.object_bodies import UnreadableObject, read_bytes
+from cortex_indexer.object_bodies import ForeignObject, UnreadableObject, read_bytes
 from cortex_messaging.delivery import PoisonMessage
 
 SOURCE = "upload"
@@ -61,10 +61,10 @@ async def _text(js: JetStreamContext, workers: ExtractionWorkers, upload: Upload
     if upload.object is None:
         return _Text(None, "", "missing: the event names no object holding the file")
     try:
-        data = await read_bytes(js, upload.object, max_bytes=MAX_INPUT_BYTES)
+        data = await read_bytes(js, upload.object, owner=upload.organization_id, max_bytes=MAX_INPUT_BYTES)
         extracted = await workers.extract(_media_type(upload, data), data, upload.filename)
     except UnreadableObject as exc:
-        return _Text(None, "", f"missing: {exc}")
+        return _Text(None, "", f"{'refused' if isinstance(exc, ForeignObject) else 'missing'}: {exc}")
     except ExtractionError as exc:
         return _Text(None, "", exc.summary)
     if not extracted.text.strip():  # nothing to find it by: say so, rather than list a blank document

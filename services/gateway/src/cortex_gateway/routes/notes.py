@@ -62,7 +62,7 @@ class Created(BaseModel):
 
 async def _note_event(res: Resources, caller: Caller, note: NoteCreate, document_id: uuid.UUID) -> Envelope:
     # Named by the document alone: a retry puts the same body under the same name.
-    body_ref = await stored_if_large(res.buckets, f"{document_id}/note", note.body or "")
+    body_ref = await stored_if_large(res.buckets, caller.organization_id, f"{document_id}/note", note.body or "")
     payload = DocumentUpserted(
         document_id=document_id,
         organization_id=caller.organization_id,
