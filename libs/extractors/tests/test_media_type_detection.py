@@ -65,3 +65,18 @@ def test_only_a_signature_at_the_start_proves_a_type() -> None:
         package.writestr("notes.txt", "x")
     assert media_types.signed_media_type(archive.getvalue()) is None
     assert media_types.signed_media_type(media_types.OLE_MAGIC + b"\x00" * 100) is None
+
+
+@pytest.mark.parametrize("filename", ["about.md", "notes.txt", "upload", None])
+def test_text_that_mentions_the_pdf_header_is_text(filename: str | None) -> None:
+    """Before: any `%PDF-` in the first 1024 bytes made a PDF, and the note failed as a corrupt one."""
+    note = b"# PDF files\n\nEvery PDF starts with %PDF-1.7, then its objects.\n"
+    assert detect_media_type(filename, note) in (media_types.MARKDOWN, media_types.PLAIN_TEXT)
+
+
+def test_a_pdf_after_a_few_bytes_of_preamble_is_still_a_pdf() -> None:
+    """PDF readers look for the header within the first 1024 bytes: so does detection, in a file named so or
+    one that is not text."""
+    pdf = samples.pdf_file(["x"])
+    assert detect_media_type("report.pdf", b"junk\r\n" + pdf) == media_types.PDF
+    assert detect_media_type("upload", b"junk\r\n" + pdf.replace(b"\n", b"\n%\xe2\xe3\xcf\xd3\n", 1)) == media_types.PDF

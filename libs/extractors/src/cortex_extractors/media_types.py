@@ -103,7 +103,10 @@ def signed_media_type(data: bytes) -> str | None:
 
 def detect_media_type(filename: str | None, data: bytes) -> str:
     """The media type of a file from its first bytes, then its name; `application/octet-stream` if neither tells."""
-    if b"%PDF-" in data[:1024]:
+    # A PDF reader finds the header anywhere in the first 1024 bytes; text that mentions it is still text.
+    if data.startswith(b"%PDF-") or (
+        b"%PDF-" in data[:1024] and (_extension(filename) == ".pdf" or not looks_like_text(data))
+    ):
         return PDF
     if data.startswith(ZIP_MAGIC):
         return _zip_kind(filename, data)
