@@ -124,5 +124,13 @@ def test_html_in_a_declared_legacy_charset() -> None:
     assert extract(media_types.HTML, page).text == "Café"
 
 
+@pytest.mark.parametrize("label", ["utf-16", "UTF-16LE", "utf-32", "rot13", "base64", "hex", "zlib"])
+def test_html_declaring_a_charset_browsers_would_not_use_is_read_as_utf8(label: str) -> None:
+    """As browsers do (WHATWG): a page declaring UTF-16 in ASCII bytes is UTF-8, and a codec that is no
+    character set is ignored. Before: `utf-16` gave CJK-looking garbage, `rot13` failed the file."""
+    page = f'<html><head><meta charset="{label}"></head><body><p>Café</p></body></html>'.encode()
+    assert extract(media_types.HTML, page).text == "Café"
+
+
 def test_html_without_a_title_takes_its_first_heading() -> None:
     assert extract(media_types.HTML, b"<h2>Only heading</h2><p>x</p>").title == "Only heading"

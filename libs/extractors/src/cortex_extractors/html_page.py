@@ -113,13 +113,18 @@ class _VisibleText(HTMLParser):
 
 
 def _declared_encoding(data: bytes) -> str | None:
+    """The `<meta charset>`'s encoding, as browsers take it (WHATWG): a UTF-16 or UTF-32 label means UTF-8
+    (a page that declares it in ASCII bytes is not UTF-16), and what is no character set is ignored."""
     found = META_CHARSET.search(data[:SNIFF_BYTES])
-    if found:
-        try:
-            return codecs.lookup(found.group(1).decode("ascii")).name
-        except LookupError:
-            pass
-    return None
+    if found is None:
+        return None
+    try:
+        codec = codecs.lookup(found.group(1).decode("ascii"))
+    except LookupError:
+        return None
+    if not getattr(codec, "_is_text_encoding", True):  # rot13, base64, zlib: codecs, not character sets
+        return None
+    return "utf-8" if codec.name.startswith(("utf-16", "utf-32")) else codec.name
 
 
 class HtmlExtractor:
