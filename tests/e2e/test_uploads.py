@@ -4,6 +4,7 @@ reason, and dead-letters a copy of the event — and the next upload still flows
 
 import asyncio
 import codecs
+import contextlib
 import json
 import random
 import string
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psutil
 import pytest
 from nats.js import JetStreamContext
 from nats.js.api import ObjectStoreConfig
@@ -336,3 +338,30 @@ async def test_an_event_naming_another_organizations_object_is_refused(
     assert sorted(letter.record["error"] for letter in letters) == [f"body {refusal}", f"refused: {refusal}"]
     assert await lexical_ids(intruder.member, secret) == []
     assert await lexical_ids(owner.member, secret) == [str(upload_document(owner, paths["plans.docx"]))]
+
+
+async def test_a_file_whose_extraction_process_dies_at_every_try_is_failed_at_the_last(
+    migrated: Infrastructure, org: Org, js: JetStreamContext, tmp_path: Path
+) -> None:
+    """As the OOM killer would end them, every extraction process is killed while the file is read. Before,
+    the event was dead-lettered after its last try and the file was nowhere: no failed document."""
+    before = await ingest(migrated, org, tmp_path, {"before.pdf": samples.pdf_file(["The indexer is up."])})
+    await detail_when(org.member, upload_document(org, before["before.pdf"]), status="published")
+    paths = await ingest(migrated, org, tmp_path, {"doomed.pdf": slow_pdf()})
+    document_id = upload_document(org, paths["doomed.pdf"])
+    reading = asyncio.create_task(detail_when(org.member, document_id, status="failed"))
+    while not reading.done():
+        for process in psutil.Process().children():
+            with contextlib.suppress(psutil.Error):
+                if "cortex_indexer.extraction_workers" in process.cmdline():
+                    process.kill()
+        await asyncio.wait([reading], timeout=0.2)
+    reason = "unreadable: the extraction process ended (killed by signal 9), at every try"
+    assert (await reading)["failureReason"] == reason
+    (letter,) = await read_dead_letters(js, org.id, 1)
+    assert (letter.record["reason"], letter.record["error"]) == ("extraction failed", reason)
+    assert letter.record["deliveries"] == 3  # the test indexer's max_deliver
+
+    # The pool serves the next file with a live worker: at the first try, so no second letter.
+    after = await ingest(migrated, org, tmp_path, {"after.pdf": samples.pdf_file(["Read at once."])})
+    await detail_when(org.member, upload_document(org, after["after.pdf"]), status="published")

@@ -123,7 +123,8 @@ class DurableConsumer:
             return
         heartbeat = asyncio.create_task(self._keep_alive(msg))
         try:
-            outcome = await self._handler(parse_delivery(msg.subject, msg.data, deliveries))
+            final = deliveries >= self._spec.max_deliver
+            outcome = await self._handler(parse_delivery(msg.subject, msg.data, deliveries, final=final))
         except PoisonMessage as exc:
             span.set_status(Status(StatusCode.ERROR, str(exc)[:200]))
             log.warning("dead-lettering poison message on %s: %s", msg.subject, exc)

@@ -31,6 +31,7 @@ class Delivery:
     action: str  # the subject after the org token, e.g. "document.upserted"
     event: Envelope
     deliveries: int
+    final: bool = False  # the consumer's last delivery: what fails now is dead-lettered, not tried again
 
 
 class _DuplicateKey(ValueError):
@@ -55,7 +56,7 @@ def _refuse_duplicate_keys(payload: bytes) -> None:
         raise PoisonMessage(f"invalid event envelope: {exc}") from exc
 
 
-def parse_delivery(subject: str, payload: bytes, deliveries: int) -> Delivery:
+def parse_delivery(subject: str, payload: bytes, deliveries: int, *, final: bool = False) -> Delivery:
     try:
         event = Envelope.model_validate_json(payload)
     except ValidationError as exc:
@@ -69,7 +70,7 @@ def parse_delivery(subject: str, payload: bytes, deliveries: int) -> Delivery:
         raise PoisonMessage(f"subject organization {org_token!r} differs from event orgid {event.orgid}")
     if event.type != f"{domain}.{action}":  # `kb.<orgId>.document.upserted` carries `kb.document.upserted`
         raise PoisonMessage(f"event type {event.type!r} does not match its subject {subject!r}")
-    return Delivery(subject=subject, action=action, event=event, deliveries=deliveries)
+    return Delivery(subject=subject, action=action, event=event, deliveries=deliveries, final=final)
 
 
 Handler = Callable[[Delivery], Awaitable[RecordedFailure | None]]

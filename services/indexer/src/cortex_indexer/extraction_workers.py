@@ -69,7 +69,7 @@ class ExtractionWorkers:
 
     async def extract(self, media_type: str, data: bytes, filename: str | None) -> Extracted:
         async with self._slots:
-            worker = self._idle.pop() if self._idle else await self._spawn()
+            worker = self._live_idle() or await self._spawn()
             try:
                 reply = await self._ask(worker, (media_type, data, filename))
             except BaseException:  # timed out, cancelled or broken: what it is doing is unknown
@@ -79,6 +79,15 @@ class ExtractionWorkers:
         if isinstance(reply, BaseException):
             raise reply
         return reply
+
+    def _live_idle(self) -> asyncio.subprocess.Process | None:
+        """An idle worker still alive: one killed while it waited (the OOM killer) is dropped, not handed a
+        file that would then fail for it."""
+        while self._idle:
+            worker = self._idle.pop()
+            if worker.returncode is None:
+                return worker
+        return None
 
     async def _ask(self, worker: asyncio.subprocess.Process, job: Job) -> Reply:
         assert worker.stdin is not None and worker.stdout is not None
@@ -92,13 +101,24 @@ class ExtractionWorkers:
         except TimeoutError:
             raise TooSlow(f"reading it took over {self.timeout_seconds:g} s") from None
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
-            raise WorkerFailed(f"the extraction process ended (exit code {worker.returncode})") from exc
+            raise WorkerFailed(f"the extraction process ended ({await _ending(worker)})") from exc
         return reply
 
     async def close(self) -> None:
         idle, self._idle = self._idle, []
         for worker in idle:
             await _kill(worker)
+
+
+async def _ending(worker: asyncio.subprocess.Process) -> str:
+    """How the worker ended, once it is reaped (its exit code is unknown until then)."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(1):
+            await worker.wait()
+    code = worker.returncode
+    if code is None:
+        return "still running, its pipes closed"
+    return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
 
 async def _kill(worker: asyncio.subprocess.Process) -> None:

@@ -59,7 +59,9 @@ def make_kb_handler(ctx: IndexingContext, js: JetStreamContext, extraction: Extr
         elif delivery.action == subjects.DOCUMENT_DELETED:
             result = await delete_document(ctx, meta, _payload(DocumentDeleted, delivery))
         elif delivery.action == subjects.UPLOAD_CREATED:
-            upload = await index_upload(ctx, js, extraction, meta, _payload(UploadCreated, delivery))
+            upload = await index_upload(
+                ctx, js, extraction, meta, _payload(UploadCreated, delivery), final=delivery.final
+            )
             result, failure_reason = upload.indexed, upload.failure_reason
         else:
             raise PoisonMessage(f"unknown event {delivery.action!r} on {delivery.subject}")

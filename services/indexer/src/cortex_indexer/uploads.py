@@ -16,7 +16,7 @@ from cortex_contracts.uploads import UploadCreated
 from cortex_extractors import ExtractionError, detect_media_type, supported_media_types
 from cortex_extractors.limits import MAX_INPUT_BYTES
 from cortex_extractors.media_types import normalize, signed_media_type
-from cortex_indexer.extraction_workers import ExtractionWorkers
+from cortex_indexer.extraction_workers import ExtractionWorkers, WorkerFailed
 from cortex_indexer.indexing import EventMeta, IndexingContext, index_document, prior_embeddings
 from cortex_indexer.object_bodies import ForeignObject, UnreadableObject, read_bytes
 from cortex_messaging.delivery import PoisonMessage
@@ -55,7 +55,14 @@ def _media_type(upload: UploadCreated, data: bytes) -> str:
     return declared if declared in supported_media_types() else detect_media_type(upload.filename, data)
 
 
-async def _text(js: JetStreamContext, workers: ExtractionWorkers, upload: UploadCreated) -> _Text:
+def _reason(exc: UnreadableObject | ExtractionError) -> str:
+    if isinstance(exc, ExtractionError):
+        return exc.summary
+    return f"{'refused' if isinstance(exc, ForeignObject) else 'missing'}: {exc}"
+
+
+async def _text(js: JetStreamContext, workers: ExtractionWorkers, upload: UploadCreated, *, final: bool) -> _Text:
+    """The file's text, or why there is none. `final`: the event's last delivery."""
     if upload.size_bytes > MAX_INPUT_BYTES:
         return _Text(None, "", f"too large: the file is over {MAX_INPUT_BYTES // 2**20} MiB")
     if upload.object is None:
@@ -63,10 +70,12 @@ async def _text(js: JetStreamContext, workers: ExtractionWorkers, upload: Upload
     try:
         data = await read_bytes(js, upload.object, owner=upload.organization_id, max_bytes=MAX_INPUT_BYTES)
         extracted = await workers.extract(_media_type(upload, data), data, upload.filename)
-    except UnreadableObject as exc:
-        return _Text(None, "", f"{'refused' if isinstance(exc, ForeignObject) else 'missing'}: {exc}")
-    except ExtractionError as exc:
-        return _Text(None, "", exc.summary)
+    except (UnreadableObject, ExtractionError) as exc:
+        return _Text(None, "", _reason(exc))
+    except WorkerFailed as exc:
+        if not final:
+            raise  # not known to be the file's fault (the OOM killer, a crash beside it): tried again
+        return _Text(None, "", f"unreadable: {exc}, at every try")
     if not extracted.text.strip():  # nothing to find it by: say so, rather than list a blank document
         return _Text(extracted.title, "", NO_TEXT)
     return _Text(extracted.title, extracted.text, None)
@@ -77,9 +86,16 @@ def _title(extracted: str | None, filename: str) -> str:
 
 
 async def index_upload(
-    ctx: IndexingContext, js: JetStreamContext, workers: ExtractionWorkers, meta: EventMeta, upload: UploadCreated
+    ctx: IndexingContext,
+    js: JetStreamContext,
+    workers: ExtractionWorkers,
+    meta: EventMeta,
+    upload: UploadCreated,
+    *,
+    final: bool = False,
 ) -> UploadIndexed:
-    """Index the uploaded file as one document (source `upload`), or store that document as failed."""
+    """Index the uploaded file as one document (source `upload`), or store that document as failed.
+    `final`: the event's last delivery, where a worker that died reading the file fails the file."""
     if upload.organization_id != meta.organization_id:
         raise PoisonMessage("payload organizationId differs from the event's orgid")
     document_id = document_id_for(upload.upload_id)
@@ -87,7 +103,7 @@ async def index_upload(
     known = await prior_embeddings(ctx, meta, document_id, version)  # before the file is fetched and read
     if known is None:
         return UploadIndexed(None, None)
-    text = await _text(js, workers, upload)
+    text = await _text(js, workers, upload, final=final)
     doc = DocumentUpserted(
         document_id=document_id,
         organization_id=upload.organization_id,
