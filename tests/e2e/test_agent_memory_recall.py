@@ -2,13 +2,18 @@
 breaks near-ties but does not outvote a clearly better match."""
 
 import asyncio
+import uuid
 
+import httpx
 import pytest
+from nats.js import JetStreamContext
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from cortex_contracts.catalog import CatalogEntity
 from cortex_store.database import async_url
-from tests.conftest import Org
+from tests.catalog_events import publish_catalog
+from tests.conftest import Org, OrgFactory
 from tests.infrastructure import Infrastructure
 
 pytestmark = pytest.mark.e2e
@@ -107,3 +112,36 @@ async def test_an_empty_session_or_agent_id_names_none(org: Org) -> None:
     assert "agentId" not in item or item["agentId"] is None
     unfiltered = await org.member.get("/api/memory/recall", params={"q": "backups", "sessionId": ""})
     assert first.json()["id"] in [item["id"] for item in unfiltered.json()["items"]]  # before: no items
+
+
+async def test_a_work_scoped_entry_names_a_work_of_the_organizations_catalog(
+    make_org: OrgFactory, js: JetStreamContext
+) -> None:
+    """Before, any UUID was stored as the entry's Work: another organization's, or none at all."""
+    org, other = await make_org(), await make_org()
+    mine, theirs = uuid.uuid4(), uuid.uuid4()
+    await publish_catalog(js, org.id, CatalogEntity.WORK, {"workId": str(mine), "title": "Mine", "version": 1})
+    await publish_catalog(js, other.id, CatalogEntity.WORK, {"workId": str(theirs), "title": "Theirs", "version": 1})
+
+    async def remember(who: Org, body: dict[str, str]) -> httpx.Response:
+        content = {"content": "Deploys freeze on Fridays", "tier": "work", **body}
+        return await who.member.post("/api/memory/entries", params={"wait": "true"}, json=content)
+
+    async def once_in_the_catalog(who: Org, work: uuid.UUID) -> httpx.Response:
+        async with asyncio.timeout(30):  # the catalog is a read copy: it follows the events
+            while (response := await remember(who, {"workId": str(work)})).status_code == 422:
+                await asyncio.sleep(0.2)
+        return response
+
+    assert (await once_in_the_catalog(org, mine)).status_code == 201
+    assert (await once_in_the_catalog(other, theirs)).status_code == 201
+    for work in (theirs, uuid.uuid4()):
+        refused = await remember(org, {"workId": str(work)})
+        assert refused.status_code == 422, refused.text
+        assert refused.headers["content-type"] == "application/problem+json"
+        assert [error["loc"] for error in refused.json()["errors"]] == [["body", "workId"]]
+    without = await remember(org, {})
+    assert without.status_code == 422, without.text
+    assert "tier `work` needs a workId" in without.json()["errors"][0]["msg"]
+    recalled = await org.member.get("/api/memory/recall", params={"q": "deploys", "workId": str(theirs)})
+    assert recalled.json()["items"] == []

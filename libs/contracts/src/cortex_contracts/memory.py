@@ -5,7 +5,7 @@ from enum import StrEnum
 from typing import Annotated, Any, Protocol, runtime_checkable
 from uuid import UUID
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, Field, model_validator
 
 from cortex_contracts.base import NO_NUL, WireModel, is_blank
 from cortex_contracts.json_metadata import JsonMetadata
@@ -51,6 +51,12 @@ EntryContent = Annotated[
 ]
 
 
+def check_work_tier(tier: MemoryTier, work_id: UUID | None) -> None:
+    """A Work-tier entry belongs to a Work: it names one."""
+    if tier is MemoryTier.WORK and work_id is None:
+        raise ValueError("tier `work` needs a workId")
+
+
 class EntryRemembered(WireModel):
     entry_id: UUID = Field(description="Derived from the scope and the content: the same memory, the same id.")
     organization_id: UUID
@@ -65,6 +71,11 @@ class EntryRemembered(WireModel):
         default=None, description="Free-form JSON: at most 16 KiB, 32 levels deep, finite numbers, no NUL."
     )
     remembered_at: datetime | None = None
+
+    @model_validator(mode="after")
+    def _work_tier_names_a_work(self) -> "EntryRemembered":
+        check_work_tier(self.tier, self.work_id)
+        return self
 
 
 class RecallRequest(WireModel):

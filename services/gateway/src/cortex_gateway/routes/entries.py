@@ -8,8 +8,10 @@ import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from sqlalchemy import select
 
 from cortex_contracts import subjects
 from cortex_contracts.base import NO_NUL
@@ -29,6 +31,7 @@ from cortex_contracts.memory import (
     Recalled,
     RecallRequest,
     ScopeName,
+    check_work_tier,
 )
 from cortex_contracts.rpc import AgentMemoriesReply, EntryReply, RecallReply
 from cortex_gateway.aggregator_client import ask_aggregator, relay_aggregator
@@ -39,6 +42,8 @@ from cortex_gateway.problems import Problem
 from cortex_gateway.resources import Resources
 from cortex_gateway.routes.responses import ERRORS, problem
 from cortex_messaging.publisher import publish_event
+from cortex_store.models import Work
+from cortex_store.tenancy import org_transaction
 
 router = APIRouter(prefix="/api/memory", tags=["agent memory"])
 
@@ -57,6 +62,11 @@ class EntryCreate(BaseModel):
     agent_id: ScopeName = Field(default=None, alias="agentId", max_length=200, pattern=NO_NUL)
     agent_run_id: ScopeName = Field(default=None, alias="agentRunId", max_length=200, pattern=NO_NUL)
     metadata: JsonMetadata | None = None
+
+    @model_validator(mode="after")
+    def _work_tier_names_a_work(self) -> "EntryCreate":
+        check_work_tier(self.tier, self.work_id)
+        return self
 
 
 class EntryAccepted(BaseModel):
@@ -88,6 +98,15 @@ async def _exists(res: Resources, caller: Caller, id_: uuid.UUID) -> bool:
     return found.found
 
 
+async def _work_in_catalog(res: Resources, caller: Caller, work_id: uuid.UUID) -> bool:
+    """The Work is the organization's, as its catalog has it (another organization's is not seen)."""
+    async with org_transaction(res.sessions, caller.organization_id) as session:
+        known = select(Work.id).where(
+            Work.organization_id == caller.organization_id, Work.id == work_id, Work.deleted_at.is_(None)
+        )
+        return await session.scalar(known) is not None
+
+
 @router.post(
     "/entries",
     status_code=202,
@@ -108,6 +127,9 @@ async def remember(
     res: ResourcesDep,
     wait: Annotated[bool, Query(description="Answer 201 once the entry is recallable.")] = False,
 ) -> JSONResponse:
+    if entry.work_id is not None and not await _work_in_catalog(res, caller, entry.work_id):
+        unknown = {"loc": ("body", "workId"), "msg": "no such Work in this organization", "type": "value_error"}
+        raise RequestValidationError([unknown])
     id_ = entry_id(caller, entry)
     if await _exists(res, caller, id_):
         return JSONResponse({"id": str(id_), "deduplicated": True}, status_code=200)
