@@ -57,7 +57,9 @@ class EntryCreate(BaseModel):
     content: EntryContent
     partition: MemoryPartition = MemoryPartition.EPISODIC
     tier: MemoryTier = MemoryTier.SESSION
-    work_id: uuid.UUID | None = Field(default=None, alias="workId")
+    work_id: uuid.UUID | None = Field(
+        default=None, alias="workId", description="A Work of the organization's catalog; needed with tier `work`."
+    )
     memory_session_id: ScopeName = Field(default=None, alias="memorySessionId", max_length=200, pattern=NO_NUL)
     agent_id: ScopeName = Field(default=None, alias="agentId", max_length=200, pattern=NO_NUL)
     agent_run_id: ScopeName = Field(default=None, alias="agentRunId", max_length=200, pattern=NO_NUL)
