@@ -268,8 +268,12 @@ def test_a_number_of_copies_that_is_not_one_or_more_is_refused(tmp_path: Path) -
             {"CORTEX_PLUGIN_EMBEDDER": "bogus"},
             "CORTEX_PLUGIN_EMBEDDER=bogus: embedder plugin 'bogus' is not installed (installed: local,",
         ),
+        (  # before: a misspelt pin pinned nothing, silently
+            {"CORTEX_PLUGIN_RERANKR": "http"},
+            "CORTEX_PLUGIN_RERANKR names no plugin category (categories: extractor, chunker, embedder,",
+        ),
     ],
-    ids=["invalid-setting", "not-configured", "not-installed"],
+    ids=["invalid-setting", "not-configured", "not-installed", "misspelt-pin"],
 )
 def test_a_configuration_the_services_cannot_run_with_stops_the_run_at_once_saying_why(
     tmp_path: Path, pin: dict[str, str], why: str

@@ -247,6 +247,24 @@ async def test_the_view_lists_every_category_with_load_errors_health_and_the_cho
     )
 
 
+def test_a_plugin_variable_that_names_no_category_is_a_refusal(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("CORTEX_PLUGIN_RERANKR", "http")
+    monkeypatch.setenv("cortex_plugin_nosuchcat", "x")
+    monkeypatch.setenv("CORTEX_PLUGIN_EXTRACTOR", "pdf")
+    monkeypatch.setenv("CORTEX_PLUGIN_VECTOR_STORE", "pgvector")
+
+    registry = PluginRegistry.from_environment()
+
+    categories = "extractor, chunker, embedder, vector_store, reranker, rag, memory, summarizer"
+    assert [refusal for refusal in registry.pin_refusals() if "names no plugin category" in refusal] == [
+        f"CORTEX_PLUGIN_RERANKR names no plugin category (categories: {categories})",
+        f"cortex_plugin_nosuchcat names no plugin category (categories: {categories})",
+    ]
+    assert "CORTEX_PLUGIN_EXTRACTOR is ignored: every extractor is used for its media types" in caplog.text
+
+
 def test_pins_come_from_cortex_plugin_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CORTEX_PLUGIN_VECTOR_STORE", " instance ")
     monkeypatch.setenv("CORTEX_PLUGIN_RERANKER", "")

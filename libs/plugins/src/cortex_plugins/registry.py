@@ -5,6 +5,7 @@ and factory call, which may block: call `load_all` off the event loop), then kep
 """
 
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -15,7 +16,7 @@ from cortex_plugins.categories import CATEGORIES, Category, category, env_var
 from cortex_plugins.discovery import EntryPointLike
 from cortex_plugins.errors import PluginChoiceError, PluginUnavailable
 from cortex_plugins.loading import LoadedPlugin, duplicate, load_plugin
-from cortex_plugins.settings import PluginSettings
+from cortex_plugins.settings import PluginSettings, unknown_pin_variables
 
 log = logging.getLogger(__name__)
 
@@ -23,9 +24,13 @@ Finder = Callable[[str], Sequence[EntryPointLike]]
 
 
 class PluginRegistry:
-    def __init__(self, *, pins: Mapping[str, str] | None = None, find: Finder | None = None) -> None:
-        """`pins`: category → plugin name, the environment's pins (`from_environment` reads them)."""
+    def __init__(
+        self, *, pins: Mapping[str, str] | None = None, find: Finder | None = None, unknown: Sequence[str] = ()
+    ) -> None:
+        """`pins`: category → plugin name, the environment's pins (`from_environment` reads them); `unknown`:
+        the environment's `CORTEX_PLUGIN_*` variables that name no category."""
         self._pins = dict(pins or {})
+        self._unknown = list(unknown)
         self._find = find
         self._loaded: dict[str, tuple[LoadedPlugin, ...]] = {}
         self._lock = threading.Lock()
@@ -34,7 +39,10 @@ class PluginRegistry:
     @classmethod
     def from_environment(cls) -> "PluginRegistry":
         """The registry a service builds at start-up: pins from CORTEX_PLUGIN_<CATEGORY>, real entry points."""
-        return cls(pins=PluginSettings().pins())
+        pins = PluginSettings().pins()
+        if "extractor" in pins:
+            log.warning("%s is ignored: every extractor is used for its media types", env_var("extractor"))
+        return cls(pins=pins, unknown=unknown_pin_variables(os.environ))
 
     @property
     def categories(self) -> tuple[Category, ...]:
@@ -66,7 +74,8 @@ class PluginRegistry:
     def pin_refusals(self) -> list[str]:
         """Why pins cannot be honoured: a pin is an operator's order, so a service refuses to start on a plugin
         that is not installed, not configured or broken, rather than run on another (extractor pins are ignored)."""
-        refusals = []
+        categories = ", ".join(each.name for each in CATEGORIES)
+        refusals = [f"{name} names no plugin category (categories: {categories})" for name in self._unknown]
         for category_name in sorted(self._pins):
             if category(category_name).selectable:
                 chosen = self.selection(category_name)

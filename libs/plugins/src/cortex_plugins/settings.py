@@ -1,7 +1,11 @@
 """The environment pins, `CORTEX_PLUGIN_<CATEGORY>=name`: read once, by the composition root."""
 
+from collections.abc import Mapping
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from cortex_plugins.categories import CATEGORIES, ENV_PREFIX, env_var
 
 PIN = "Pins the category to this plugin for every organization (overrides `cortex plugins use`)."
 
@@ -21,3 +25,9 @@ class PluginSettings(BaseSettings):
     def pins(self) -> dict[str, str]:
         """Category → pinned plugin name, for the categories that are pinned."""
         return {category: name.strip() for category, name in self.model_dump().items() if name and name.strip()}
+
+
+def unknown_pin_variables(environment: Mapping[str, str]) -> list[str]:
+    """`CORTEX_PLUGIN_*` variables that name no category: a misspelt pin (`CORTEX_PLUGIN_RERANKR`) pins nothing."""
+    known = {env_var(each.name) for each in CATEGORIES}
+    return sorted(name for name in environment if name.upper().startswith(ENV_PREFIX) and name.upper() not in known)
