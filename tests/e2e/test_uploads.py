@@ -213,6 +213,8 @@ async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_a
             "broken.docx": docx[: len(docx) // 2],
             "photo.png": b"\x89PNG\r\n\x1a\n" + bytes(64),
             "scan.pdf": samples.pdf_file([""]),  # pages without text, as a scanned document's
+            "empty.md": b"",  # before: published as an empty document, where an empty upload failed
+            "blank.txt": b" \n\t\n",
         },
     )
     good = await ingest(migrated, org, tmp_path, {"after.pdf": samples.pdf_file([f"Indexed {after} anyway."])})
@@ -222,6 +224,8 @@ async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_a
         "broken.docx": "corrupt: not a valid DOCX file: damaged ZIP package",
         "photo.png": "unsupported: no extractor for media type 'image/png'",
         "scan.pdf": "empty: the file holds no text (a scanned PDF or an image needs OCR first)",  # before: published
+        "empty.md": "empty: ",
+        "blank.txt": "empty: ",
     }
     failed = {}
     for name, reason in reasons.items():

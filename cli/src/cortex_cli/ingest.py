@@ -15,6 +15,7 @@ from tqdm import tqdm
 
 from cortex_cli.unreachable import connect_nats
 from cortex_contracts import subjects
+from cortex_contracts.base import is_blank
 from cortex_contracts.documents import TYPE_DOCUMENT_UPSERTED, DocumentUpserted, ObjectRef
 from cortex_contracts.envelope import new_envelope
 from cortex_contracts.uploads import TYPE_UPLOAD_CREATED, UploadCreated
@@ -137,9 +138,9 @@ async def ingest_file(buckets: Buckets, path: Path, options: IngestOptions) -> s
     data = await asyncio.to_thread(path.read_bytes)
     media_type = detect_media_type(path.name, data)
     body = _inline_text(data) if media_type in TEXT_TYPES else None
-    if body is not None:
+    if body is not None and not is_blank(body):
         await _publish_document(buckets, path, body, options)
-    else:  # including text it cannot send as such: the indexer's extractor says why it cannot be read
+    else:  # text it cannot send as such, or none: the indexer says why it cannot be read, as for any file
         await _publish_upload(buckets, path, data, media_type, options)
     return media_type
 
