@@ -180,6 +180,10 @@ async def test_metadata_jsonb_could_not_store_is_422(org: Org, metadata: str, re
     [
         (b'{"content": "caf\xe9", "partition": "semantic"}', "not valid UTF-8 (byte 16)"),  # before: a 400
         (b'{"content": "cut', "JSON decode error"),
+        (
+            b'{"content": "x", "metadata": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+            "nested deeper than the parser",
+        ),  # before: a 400
     ],
 )
 async def test_a_body_that_is_not_json_text_is_422(org: Org, body: bytes, msg: str) -> None:

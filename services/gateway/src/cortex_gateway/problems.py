@@ -77,6 +77,8 @@ def install_problem_handlers(app: FastAPI) -> None:
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         if isinstance(exc.__cause__, UnicodeDecodeError):  # FastAPI's 400 for it; bad JSON is a 422 there
             return _not_utf8(request, exc.__cause__)
+        if isinstance(exc.__cause__, RecursionError):  # FastAPI's 400 for it, as for a body it cannot parse
+            return _json_invalid(request, "The JSON is nested deeper than the parser goes.")
         return problem_response(request, exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
 
     @app.exception_handler(MessageTooLarge)
@@ -100,7 +102,10 @@ def install_problem_handlers(app: FastAPI) -> None:
 
 
 def _not_utf8(request: Request, error: UnicodeDecodeError) -> JSONResponse:
-    """A JSON body that is not UTF-8 is refused as a body that is not JSON is: 422 `json_invalid`."""
-    msg = f"The body is not valid UTF-8 (byte {error.start})."
+    return _json_invalid(request, f"The body is not valid UTF-8 (byte {error.start}).")
+
+
+def _json_invalid(request: Request, msg: str) -> JSONResponse:
+    """A body that cannot be read as JSON text is refused as one that is not JSON is: 422 `json_invalid`."""
     errors: list[dict[str, object]] = [{"loc": ["body"], "msg": msg, "type": "json_invalid"}]
     return problem_response(request, 422, "The request is not valid.", errors=errors)
