@@ -302,3 +302,15 @@ def test_the_database_is_handed_to_plugins_that_bind_it_before_or_after_they_loa
     refused.use_database("refused")
     (loaded,) = refused.plugins("vector_store")
     assert loaded.error == "bind(sessions) failed: ConnectionError: no database"
+
+
+def test_a_factory_that_gives_none_is_a_plugin_that_did_not_load() -> None:
+    """Before: listed as loaded and `ok`, and `cortex plugins use` accepted it."""
+    groups = {"cortex.reranker": [FakeEntryPoint("hollow", "hollow:create", lambda: None)]}
+    registry = PluginRegistry(pins={}, find=lambda group: groups.get(group, []))
+
+    (hollow,) = registry.plugins("reranker")
+
+    assert (hollow.loaded, hollow.error) == (False, "hollow:create gave no plugin (None)")
+    with pytest.raises(PluginChoiceError, match="hollow"):
+        registry.check_choice("reranker", "hollow")

@@ -47,6 +47,9 @@ def load_plugin(category: str, entry: EntryPointLike) -> LoadedPlugin:
             return LoadedPlugin(
                 category, entry.name, entry.value, None, f"{entry.value}() failed: {type(exc).__name__}: {exc}"
             )
+    if obj is None:  # else listed as loaded and healthy, and chosen, then failing at its first call
+        log.warning("%s plugin %r: %s gave no plugin (None)", category, entry.name, entry.value)
+        return LoadedPlugin(category, entry.name, entry.value, None, f"{entry.value} gave no plugin (None)")
     return LoadedPlugin(category, entry.name, entry.value, obj)
 
 
