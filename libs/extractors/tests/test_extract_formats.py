@@ -132,5 +132,11 @@ def test_html_declaring_a_charset_browsers_would_not_use_is_read_as_utf8(label: 
     assert extract(media_types.HTML, page).text == "Café"
 
 
+def test_html_options_and_svg_text_stay_words_of_their_own() -> None:
+    """Before: `<svg><text>svgtext</text></svg><select><option>…` gave one word, `svgtextoptionleak`."""
+    page = b"<p>Pick<select><option>alpha</option><option>beta</option></select><svg><text>gamma</text></svg>delta</p>"
+    assert extract(media_types.HTML, page).text.split() == ["Pick", "alpha", "beta", "gamma", "delta"]
+
+
 def test_html_without_a_title_takes_its_first_heading() -> None:
     assert extract(media_types.HTML, b"<h2>Only heading</h2><p>x</p>").title == "Only heading"

@@ -21,6 +21,8 @@ BLOCKS = frozenset(
         "address", "article", "aside", "blockquote", "caption", "dd", "details", "div", "dl", "dt", "fieldset",
         "figcaption", "figure", "footer", "form", "header", "hr", "li", "main", "nav", "ol", "p", "pre",
         "section", "summary", "table", "tr", "ul", "body", "html", "head",
+        # shown apart from their neighbours, though not blocks: run together, their words would be one word
+        "option", "optgroup", "select", "svg", "legend", "menu", "dialog", "hgroup", "center", "search",
     }
 )  # fmt: skip
 CELLS = frozenset({"td", "th"})
