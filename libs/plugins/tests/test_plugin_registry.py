@@ -3,6 +3,7 @@
 import asyncio
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
 import pytest
 
@@ -314,3 +315,13 @@ def test_a_factory_that_gives_none_is_a_plugin_that_did_not_load() -> None:
     assert (hollow.loaded, hollow.error) == (False, "hollow:create gave no plugin (None)")
     with pytest.raises(PluginChoiceError, match="hollow"):
         registry.check_choice("reranker", "hollow")
+
+
+def test_a_misspelt_pin_in_the_env_file_is_a_refusal_too(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The services read `.env` as well as the environment: a typo there pinned nothing as silently."""
+    (tmp_path / ".env").write_text("CORTEX_PLUGIN_VECTORSTORE=qdrant\n")
+    monkeypatch.chdir(tmp_path)
+
+    refusals = PluginRegistry.from_environment().pin_refusals()
+
+    assert [refusal.split(" (")[0] for refusal in refusals] == ["CORTEX_PLUGIN_VECTORSTORE names no plugin category"]

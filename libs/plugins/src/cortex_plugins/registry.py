@@ -10,6 +10,8 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
+from dotenv import dotenv_values
+
 from cortex_plugins import discovery
 from cortex_plugins.cascade import Candidate, Selection, select
 from cortex_plugins.categories import CATEGORIES, Category, category, env_var
@@ -42,7 +44,7 @@ class PluginRegistry:
         pins = PluginSettings().pins()
         if "extractor" in pins:
             log.warning("%s is ignored: every extractor is used for its media types", env_var("extractor"))
-        return cls(pins=pins, unknown=unknown_pin_variables(os.environ))
+        return cls(pins=pins, unknown=unknown_pin_variables([*dotenv_values(".env"), *os.environ]))
 
     @property
     def categories(self) -> tuple[Category, ...]:

@@ -1,6 +1,6 @@
 """The environment pins, `CORTEX_PLUGIN_<CATEGORY>=name`: read once, by the composition root."""
 
-from collections.abc import Mapping
+from collections.abc import Iterable
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -27,7 +27,7 @@ class PluginSettings(BaseSettings):
         return {category: name.strip() for category, name in self.model_dump().items() if name and name.strip()}
 
 
-def unknown_pin_variables(environment: Mapping[str, str]) -> list[str]:
+def unknown_pin_variables(variables: Iterable[str]) -> list[str]:
     """`CORTEX_PLUGIN_*` variables that name no category: a misspelt pin (`CORTEX_PLUGIN_RERANKR`) pins nothing."""
     known = {env_var(each.name) for each in CATEGORIES}
-    return sorted(name for name in environment if name.upper().startswith(ENV_PREFIX) and name.upper() not in known)
+    return sorted({name for name in variables if name.upper().startswith(ENV_PREFIX) and name.upper() not in known})
