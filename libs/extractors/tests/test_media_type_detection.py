@@ -72,6 +72,9 @@ def test_text_that_mentions_the_pdf_header_is_text(filename: str | None) -> None
     """Before: any `%PDF-` in the first 1024 bytes made a PDF, and the note failed as a corrupt one."""
     note = b"# PDF files\n\nEvery PDF starts with %PDF-1.7, then its objects.\n"
     assert detect_media_type(filename, note) in (media_types.MARKDOWN, media_types.PLAIN_TEXT)
+    if filename and filename.endswith((".md", ".txt")):  # also in a legacy encoding, which is not UTF-8
+        legacy = "Café notes: every PDF starts with %PDF-1.4.\n".encode("cp1252")
+        assert detect_media_type(filename, legacy) in (media_types.MARKDOWN, media_types.PLAIN_TEXT)
 
 
 def test_a_pdf_after_a_few_bytes_of_preamble_is_still_a_pdf() -> None:

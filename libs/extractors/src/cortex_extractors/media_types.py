@@ -101,12 +101,21 @@ def signed_media_type(data: bytes) -> str | None:
     return None
 
 
+def _has_pdf_header(filename: str | None, data: bytes) -> bool:
+    """PDF readers find the header anywhere in the first 1024 bytes; a text file that mentions it (named as
+    text, or reading as UTF-8) is still text."""
+    if data.startswith(b"%PDF-"):
+        return True
+    if b"%PDF-" not in data[:1024]:
+        return False
+    extension = _extension(filename)
+    named_text = BY_EXTENSION.get(extension) in (*TEXT_TYPES, HTML)
+    return extension == ".pdf" or (not named_text and not looks_like_text(data))
+
+
 def detect_media_type(filename: str | None, data: bytes) -> str:
     """The media type of a file from its first bytes, then its name; `application/octet-stream` if neither tells."""
-    # A PDF reader finds the header anywhere in the first 1024 bytes; text that mentions it is still text.
-    if data.startswith(b"%PDF-") or (
-        b"%PDF-" in data[:1024] and (_extension(filename) == ".pdf" or not looks_like_text(data))
-    ):
+    if _has_pdf_header(filename, data):
         return PDF
     if data.startswith(ZIP_MAGIC):
         return _zip_kind(filename, data)
