@@ -124,12 +124,24 @@ def test_html_in_a_declared_legacy_charset() -> None:
     assert extract(media_types.HTML, page).text == "Café"
 
 
-@pytest.mark.parametrize("label", ["utf-16", "UTF-16LE", "utf-32", "rot13", "base64", "hex", "zlib"])
+@pytest.mark.parametrize(
+    "label",
+    ["utf-16", "UTF-16LE", "utf-32", "rot13", "base64", "hex", "zlib", "utf-7", "cp037", "punycode", "unicode_escape"],
+)
 def test_html_declaring_a_charset_browsers_would_not_use_is_read_as_utf8(label: str) -> None:
     """As browsers do (WHATWG): a page declaring UTF-16 in ASCII bytes is UTF-8, and a codec that is no
     character set is ignored. Before: `utf-16` gave CJK-looking garbage, `rot13` failed the file."""
     page = f'<html><head><meta charset="{label}"></head><body><p>Café</p></body></html>'.encode()
     assert extract(media_types.HTML, page).text == "Café"
+
+
+@pytest.mark.parametrize(
+    ("label", "encoding"), [("windows-1251", "cp1251"), ("shift_jis", "shift_jis"), ("koi8-r", "koi8-r")]
+)
+def test_html_in_a_charset_browsers_know_is_read_in_it(label: str, encoding: str) -> None:
+    word = "Привет" if encoding != "shift_jis" else "こんにちは"
+    page = f'<html><head><meta charset="{label}"></head><body><p>{word}</p></body></html>'.encode(encoding)
+    assert extract(media_types.HTML, page).text == word
 
 
 def test_html_options_and_svg_text_stay_words_of_their_own() -> None:

@@ -30,6 +30,18 @@ LINE_BREAK = "\ue000"  # stands for <br> until a block is flushed
 DISPLAY_NONE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.IGNORECASE)
 META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?\s*([A-Za-z0-9_.:-]+)", re.IGNORECASE)
 SNIFF_BYTES = 2048
+# The encodings browsers read a page in (the WHATWG Encoding Standard), as Python names them. Any other label
+# (utf-7, EBCDIC, rot13, punycode) is ignored, as browsers ignore it; ASCII and Latin-1 mean windows-1252.
+BROWSER_ENCODINGS = frozenset(
+    {
+        "utf-8", "cp866", "koi8-r", "koi8-u", "mac-roman", "mac-cyrillic", "cp874", "gbk", "gb18030", "big5",
+        "big5hkscs", "euc_jp", "iso2022_jp", "shift_jis", "euc_kr",
+        *(f"iso8859-{part}" for part in (2, 3, 4, 5, 6, 7, 8, 10, 13, 14, 15, 16)),
+        *(f"cp{page}" for page in range(1250, 1259)),
+    }
+)  # fmt: skip
+AS_IN_BROWSERS = {"ascii": "cp1252", "iso8859-1": "cp1252", "iso8859-9": "cp1254", "iso8859-11": "cp874"}
+LABELS_PYTHON_LACKS = {"windows-874": "cp874", "x-mac-cyrillic": "mac-cyrillic"}
 
 
 def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
@@ -115,18 +127,20 @@ class _VisibleText(HTMLParser):
 
 
 def _declared_encoding(data: bytes) -> str | None:
-    """The `<meta charset>`'s encoding, as browsers take it (WHATWG): a UTF-16 or UTF-32 label means UTF-8
-    (a page that declares it in ASCII bytes is not UTF-16), and what is no character set is ignored."""
+    """The `<meta charset>`'s encoding, as browsers take it (WHATWG): one of theirs, a UTF-16 or UTF-32 label
+    meaning UTF-8 (a page that declares it in ASCII bytes is not UTF-16); None for any other label."""
     found = META_CHARSET.search(data[:SNIFF_BYTES])
     if found is None:
         return None
+    label = found.group(1).decode("ascii").lower()
     try:
-        codec = codecs.lookup(found.group(1).decode("ascii"))
+        name = codecs.lookup(LABELS_PYTHON_LACKS.get(label, label)).name
     except LookupError:
         return None
-    if not getattr(codec, "_is_text_encoding", True):  # rot13, base64, zlib: codecs, not character sets
-        return None
-    return "utf-8" if codec.name.startswith(("utf-16", "utf-32")) else codec.name
+    if name.startswith(("utf-16", "utf-32")):
+        return "utf-8"
+    name = AS_IN_BROWSERS.get(name, name)
+    return name if name in BROWSER_ENCODINGS else None
 
 
 class HtmlExtractor:
