@@ -215,6 +215,7 @@ async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_a
             "scan.pdf": samples.pdf_file([""]),  # pages without text, as a scanned document's
             "empty.md": b"",  # before: published as an empty document, where an empty upload failed
             "blank.txt": b" \n\t\n",
+            "invisible.md": "\u200b\u3164\ufe0f\n".encode(),  # before: published blank, as an upload
         },
     )
     good = await ingest(migrated, org, tmp_path, {"after.pdf": samples.pdf_file([f"Indexed {after} anyway."])})
@@ -224,8 +225,9 @@ async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_a
         "broken.docx": "corrupt: not a valid DOCX file: damaged ZIP package",
         "photo.png": "unsupported: no extractor for media type 'image/png'",
         "scan.pdf": "empty: the file holds no text (a scanned PDF or an image needs OCR first)",  # before: published
-        "empty.md": "empty: ",
-        "blank.txt": "empty: ",
+        "empty.md": "empty: the file holds no text",
+        "blank.txt": "empty: the file holds no text",
+        "invisible.md": "empty: the file holds no text",
     }
     failed = {}
     for name, reason in reasons.items():

@@ -11,9 +11,10 @@ from pathlib import PurePath
 
 from nats.js import JetStreamContext
 
+from cortex_contracts.base import is_blank
 from cortex_contracts.documents import DocumentIndexed, DocumentUpserted
 from cortex_contracts.uploads import UploadCreated
-from cortex_extractors import ExtractionError, detect_media_type, supported_media_types
+from cortex_extractors import ExtractionError, detect_media_type, media_types, supported_media_types
 from cortex_extractors.limits import MAX_INPUT_BYTES
 from cortex_extractors.media_types import normalize, signed_media_type
 from cortex_indexer.extraction_workers import ExtractionWorkers, WorkerFailed
@@ -24,7 +25,8 @@ from cortex_messaging.delivery import PoisonMessage
 SOURCE = "upload"
 UPLOAD_DOCUMENTS = uuid.UUID("9d3c1f52-7a4e-4b8e-a1d6-3f0e2c5b7a90")
 MAX_TITLE_CHARS = 300
-NO_TEXT = "empty: the file holds no text (a scanned PDF or an image needs OCR first)"
+NO_TEXT = "empty: the file holds no text"
+NO_TEXT_IN_PDF = f"{NO_TEXT} (a scanned PDF or an image needs OCR first)"
 
 
 def document_id_for(upload_id: uuid.UUID) -> uuid.UUID:
@@ -69,15 +71,16 @@ async def _text(js: JetStreamContext, workers: ExtractionWorkers, upload: Upload
         return _Text(None, "", "missing: the event names no object holding the file")
     try:
         data = await read_bytes(js, upload.object, owner=upload.organization_id, max_bytes=MAX_INPUT_BYTES)
-        extracted = await workers.extract(_media_type(upload, data), data, upload.filename)
+        kind = _media_type(upload, data)
+        extracted = await workers.extract(kind, data, upload.filename)
     except (UnreadableObject, ExtractionError) as exc:
         return _Text(None, "", _reason(exc))
     except WorkerFailed as exc:
         if not final:
             raise  # not known to be the file's fault (the OOM killer, a crash beside it): tried again
         return _Text(None, "", f"unreadable: {exc}, at every try")
-    if not extracted.text.strip():  # nothing to find it by: say so, rather than list a blank document
-        return _Text(extracted.title, "", NO_TEXT)
+    if is_blank(extracted.text):  # nothing to find it by: say so, rather than list a blank document
+        return _Text(extracted.title, "", NO_TEXT_IN_PDF if kind == media_types.PDF else NO_TEXT)
     return _Text(extracted.title, extracted.text, None)
 
 
