@@ -7,7 +7,19 @@ from cortex_contracts.base import is_blank
 
 @pytest.mark.parametrize(
     "text",
-    ["", "  \n\t", "\u200b\u200d\ufeff", "\u3164\u3164", "\uffa0", "\u115f\u1160", "\ufe0f\u034f", "\x01\x7f"],
+    [
+        "",
+        "  \n\t",
+        "\u200b\u200d\ufeff",
+        "\u3164\u3164",
+        "\uffa0",
+        "\u115f\u1160",
+        "\ufe0f\u034f",
+        "\x01\x7f",
+        "\u2800",
+        "\u2065\ufff0",
+        "\U000e0080",
+    ],
 )
 def test_invisible_text_is_blank(text: str) -> None:
     assert is_blank(text)

@@ -12,10 +12,11 @@ BIGINT_MAX = 2**63 - 1
 
 
 # Unicode's default-ignorable code points that are not format characters (Cf): Hangul fillers, variation
-# selectors, the combining grapheme joiner. They render as nothing, as zero-width spaces do.
-_IGNORABLE = frozenset([0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F, 0x3164, 0xFFA0]).union(
-    range(0xFE00, 0xFE10), range(0xE0100, 0xE01F0)
-)
+# selectors, the combining grapheme joiner, the unassigned ones. They render as nothing, as zero-width spaces
+# do; so does the Braille blank (U+2800), a favourite for names that look empty.
+_IGNORABLE = frozenset(
+    [0x034F, 0x115F, 0x1160, 0x17B4, 0x17B5, 0x180B, 0x180C, 0x180D, 0x180F, 0x2065, 0x2800, 0x3164, 0xFFA0]
+).union(range(0xFE00, 0xFE10), range(0xFFF0, 0xFFF9), range(0xE0000, 0xE1000))
 
 
 def is_blank(text: str) -> bool:
