@@ -8,6 +8,7 @@ stops everything (exit code 1; cortex_cli.restarts), and so does a service that 
 configuration it was given (exit code 2: a restart would fail the same way).
 """
 
+import contextlib
 import os
 import re
 import signal
@@ -15,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,6 +28,7 @@ from cortex_cli.restarts import RestartPolicy
 from cortex_embedded_servers import EmbeddedNats, EmbeddedPostgres, free_port, port_is_free
 from cortex_gateway.settings import GatewaySettings
 from cortex_supervision.lifeline import LIFELINE_ENV
+from cortex_supervision.readiness import READY, READY_ENV
 from cortex_supervision.service_run import CANNOT_START
 
 DEFAULT_SERVICES = ("gateway", "indexer", "aggregator")
@@ -148,6 +151,8 @@ class _Service:
     process: subprocess.Popen[bytes]
     pump: threading.Thread
     lifeline: int | None  # the write end of the service's lifeline (cortex_supervision), held until it stops
+    ready_pipe: int | None  # the read end of its readiness pipe (cortex_supervision.readiness), non-blocking
+    ready: bool = False
 
 
 def _pump(name: str, stream: IO[bytes], console: _Console) -> None:
@@ -170,8 +175,10 @@ def instances(settings: RunSettings) -> list[tuple[str, str]]:
 def _spawn(name: str, service: str, env: Mapping[str, str], console: _Console, run_lock: int | None) -> _Service:
     # The service stops itself once this process is gone, even killed (cortex_supervision.lifeline).
     read_end, write_end = os.pipe() if os.name == "posix" else (None, None)
+    ready_read, ready_write = os.pipe() if os.name == "posix" else (None, None)
     lifeline = {LIFELINE_ENV: str(read_end)} if read_end is not None else {}
-    inherited = tuple(fd for fd in (read_end, run_lock) if fd is not None)
+    lifeline |= {READY_ENV: str(ready_write)} if ready_write is not None else {}
+    inherited = tuple(fd for fd in (read_end, ready_write, run_lock) if fd is not None)
     process = subprocess.Popen(  # noqa: S603 - our interpreter, a fixed module name
         [sys.executable, "-m", f"cortex_{service}"],
         stdin=subprocess.DEVNULL,
@@ -183,12 +190,15 @@ def _spawn(name: str, service: str, env: Mapping[str, str], console: _Console, r
         # the services in order, and a service's own subprocesses are signalled with it.
         start_new_session=True,
     )
-    if read_end is not None:
-        os.close(read_end)
+    for ours_no_more in (read_end, ready_write):
+        if ours_no_more is not None:
+            os.close(ours_no_more)
+    if ready_read is not None:
+        os.set_blocking(ready_read, False)
     assert process.stdout is not None
     pump = threading.Thread(target=_pump, args=(name, process.stdout, console), name=f"output-{name}", daemon=True)
     pump.start()
-    return _Service(name, service, process, pump, write_end)
+    return _Service(name, service, process, pump, write_end, ready_read)
 
 
 def _signal_group(service: _Service, signum: int) -> None:
@@ -257,6 +267,38 @@ def _origin(given_url: str | None, data_dir: Path) -> str:
     return "given" if given_url is not None else f"embedded, data in {data_dir.resolve()}"
 
 
+def _gateway_ready(host: str, port: str) -> bool:
+    """The gateway answers /readyz with 200 (PostgreSQL and NATS answer it)."""
+    probe = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)  # noqa: S104 - a probe, not a bind
+    try:
+        with urllib.request.urlopen(f"http://{_url_host(probe)}:{port}/readyz", timeout=0.5) as answer:
+            return bool(answer.status == 200)
+    except (OSError, ValueError):  # not listening yet, 503 (HTTPError), or a port that is no number
+        return False
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _announcer(
+    settings: RunSettings, names: Sequence[str], database_url: str, nats_url: str, console: _Console
+) -> Callable[[Sequence[_Service]], bool]:
+    """What `_supervise` calls until it returns True: "Cortex is running" once every service got past its
+    start-up checks (none may still refuse to start) and the gateway answers /readyz."""
+    host, port = gateway_address({**os.environ, **settings.extra_env})
+
+    def announce(services: Sequence[_Service]) -> bool:
+        if not all(_reported_ready(service) for service in services):
+            return False
+        if any(service.kind == "gateway" for service in services) and not _gateway_ready(host, port):
+            return False
+        _announce(settings, names, database_url, nats_url, console)
+        return True
+
+    return announce
+
+
 def _announce(settings: RunSettings, names: Sequence[str], database_url: str, nats_url: str, console: _Console) -> None:
     database = _origin(settings.database_url, settings.data_dir / "pg")
     nats = _origin(settings.nats_url, settings.data_dir / "nats")
@@ -280,12 +322,14 @@ def _supervise(
     signals: _StopSignals,
     console: _Console,
     respawn: Callable[[_Service], _Service],
+    announce: Callable[[Sequence[_Service]], bool],
 ) -> int:
     """Restart services and embedded servers that exit on their own until a stop signal (0), until one
     keeps exiting (1), or until a service cannot start with its configuration (CANNOT_START). The services
     reconnect to a restarted server by themselves."""
     policy = RestartPolicy()
     due: dict[int, float] = {}  # index in `services` → when to restart it
+    announced = False
     while not signals.requested.wait(0.2):
         now = time.monotonic()
         for server in servers:
@@ -324,17 +368,27 @@ def _supervise(
                 return 1
             console.line(_SELF, f"{service.name} stopped unexpectedly ({reason}); restarting it in {delay:g} s")
             due[index] = now + delay
+        announced = announced or announce(services)
     name = signals.received.name if signals.received is not None else "a signal"
     console.line(_SELF, f"received {name}; stopping everything")
     return 0
 
 
 def _release(service: _Service) -> None:
-    """After the service ended: its lifeline, and the rest of its output."""
-    if service.lifeline is not None:
-        os.close(service.lifeline)
-        service.lifeline = None
+    """After the service ended: its lifeline and readiness pipe, and the rest of its output."""
+    for descriptor in (service.lifeline, service.ready_pipe):
+        if descriptor is not None:
+            os.close(descriptor)
+    service.lifeline = service.ready_pipe = None
     service.pump.join(timeout=2)
+
+
+def _reported_ready(service: _Service) -> bool:
+    """Whether the service said it got past its start-up checks (cortex_supervision.readiness)."""
+    if not service.ready and service.ready_pipe is not None:
+        with contextlib.suppress(BlockingIOError):
+            service.ready = READY in os.read(service.ready_pipe, len(READY))
+    return service.ready
 
 
 def _stop_services(services: list[_Service], console: _Console) -> None:
@@ -432,7 +486,7 @@ def run_all(settings: RunSettings) -> int:
                 del env[ignored]
             env |= {"DATABASE_URL": settings.service_database_url(database_url), "NATS_URL": nats_url}
             env.setdefault("PYTHONUNBUFFERED", "1")  # lines as they are printed, not per 8 KiB
-            _announce(settings, names, database_url, nats_url, console)
+            console.line(_SELF, f"starting {', '.join(names)}")
             for name, service in processes:
                 if signals.requested.is_set():
                     break
@@ -441,7 +495,8 @@ def run_all(settings: RunSettings) -> int:
             def respawn(ended: _Service) -> _Service:
                 return _spawn(ended.name, ended.kind, env, console, settings.run_lock)
 
-            code = _supervise(services, started, signals, console, respawn)
+            announce = _announcer(settings, names, database_url, nats_url, console)
+            code = _supervise(services, started, signals, console, respawn, announce)
         except KeyboardInterrupt:
             name = signals.received.name if signals.received is not None else "SIGINT"
             console.line(_SELF, f"received {name} while starting; stopping")

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
 from cortex_supervision.lifeline import watch_lifeline
+from cortex_supervision.readiness import report_ready
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ async def run_until_stopped(build: Callable[[], Service]) -> int:
     except CannotStart as exc:
         log.error("cannot start: %s", exc)  # noqa: TRY400 - one line that says why, no traceback
         return CANNOT_START
+    report_ready()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, service.stop.set)

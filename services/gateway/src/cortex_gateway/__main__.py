@@ -12,6 +12,7 @@ from cortex_gateway.http_protocol import ProblemHttpProtocol
 from cortex_gateway.settings import GatewaySettings
 from cortex_plugins.registry import PluginRegistry
 from cortex_supervision.lifeline import watch_lifeline
+from cortex_supervision.readiness import report_ready
 from cortex_supervision.service_run import CANNOT_START, settings_or_exit
 from cortex_telemetry.logs import configure_logging
 from cortex_telemetry.tracing import configure_tracing
@@ -25,6 +26,7 @@ def main() -> int:
     if refusals := PluginRegistry.from_environment().pin_refusals():  # as the indexer and aggregator refuse
         log.error("cannot start: %s", "; ".join(refusals))
         return CANNOT_START
+    report_ready()  # its checks passed; `cortex run` also waits for /readyz before it says "running"
     provider = configure_tracing("cortex-gateway", settings.trace_exporter, settings.otlp_endpoint)
     nats_lost = False
 
