@@ -1,5 +1,6 @@
 """The gateway's bearer-token check: a verified token is remembered for a while, never past its expiry."""
 
+import asyncio
 import time
 from datetime import timedelta
 from typing import Any
@@ -11,6 +12,7 @@ from cortex_gateway.credentials import VERIFIED_FOR_SECONDS, JwtVerifier
 from cortex_gateway.problems import Problem
 from cortex_gateway.settings import GatewaySettings
 from cortex_gateway.tokens import issue_token
+from tests.jwks import AUDIENCE, ISSUER, jwk_of, new_rsa_key, rs256_token, serving_jwks
 
 SECRET = "unit-test-secret-of-enough-length-0123456789"
 
@@ -85,3 +87,38 @@ async def test_a_token_that_fails_is_checked_every_time(verifier: JwtVerifier, d
         with pytest.raises(Problem, match="not valid"):
             await verifier.user_id(forged)
     assert decodes == [forged, forged]
+
+
+def rs256_verifier(jwks_url: str, cache_seconds: float) -> JwtVerifier:
+    settings = GatewaySettings(
+        database_url="postgresql://unused/x", secret=SECRET, jwks_url=jwks_url, jwt_issuer=ISSUER, jwt_audience=AUDIENCE
+    )
+    return JwtVerifier(settings, jwks_cache_seconds=cache_seconds)
+
+
+async def test_a_key_dropped_from_the_jwks_stops_counting_once_the_key_set_is_fetched_again() -> None:
+    """Before: PyJWT's per-key cache, which never expires, kept accepting a dropped (compromised) key."""
+    old, new = new_rsa_key(), new_rsa_key()
+    keys = [jwk_of(old, "old"), jwk_of(new, "new")]
+    with serving_jwks(keys) as url:
+        verifier = rs256_verifier(url, cache_seconds=0.2)
+        assert await verifier.user_id(rs256_token(old, "old", "alice")) == "alice"
+        keys.remove(jwk_of(old, "old"))  # the identity provider rotates it out
+        await asyncio.sleep(0.3)
+
+        with pytest.raises(Problem) as refused:
+            await verifier.user_id(rs256_token(old, "old", "mallory"))
+        assert refused.value.status == 401
+        assert await verifier.user_id(rs256_token(new, "new", "bob")) == "bob"
+
+
+async def test_an_identity_provider_that_cannot_be_reached_is_a_503_not_a_bad_token() -> None:
+    key = new_rsa_key()
+    with serving_jwks([jwk_of(key, "k")]) as url:
+        pass  # stopped: nothing answers at the URL any more
+    verifier = rs256_verifier(url, cache_seconds=300)
+
+    with pytest.raises(Problem) as unavailable:
+        await verifier.user_id(rs256_token(key, "k", "alice"))
+
+    assert (unavailable.value.status, unavailable.value.headers) == (503, {"Retry-After": "5"})

@@ -7,6 +7,7 @@ organization in the key lets the lookup run under that organization's row-level 
 
 import asyncio
 import hashlib
+import logging
 import secrets
 import time
 import uuid
@@ -18,6 +19,8 @@ import jwt
 
 from cortex_gateway.problems import Problem
 from cortex_gateway.settings import GatewaySettings
+
+log = logging.getLogger(__name__)
 
 API_KEY_PREFIX = "cxk_"
 CLI_ISSUER = "cortex"
@@ -53,7 +56,9 @@ def parse_api_key(token: str) -> ApiKeyClaim:
 
 
 VERIFIED_TOKENS = 4096  # remembered verified tokens, least recently used dropped first
-VERIFIED_FOR_SECONDS = 300.0  # at most, as long as a fetched key set is kept: a key dropped from it stops counting
+JWKS_CACHE_SECONDS = 300.0  # a fetched key set is kept this long: a key dropped from it stops counting then
+JWKS_TIMEOUT_SECONDS = 5.0  # a hung identity provider costs a request this much (PyJWT's default: 30 s)
+VERIFIED_FOR_SECONDS = JWKS_CACHE_SECONDS  # at most, as long as a fetched key set is kept
 
 
 @dataclass(frozen=True)
@@ -83,10 +88,17 @@ class JwtVerifier:
         *,
         wall_clock: Callable[[], float] = time.time,
         monotonic: Callable[[], float] = time.monotonic,
+        jwks_cache_seconds: float = JWKS_CACHE_SECONDS,
     ) -> None:
         self._settings = settings
         self._wall_clock, self._monotonic = wall_clock, monotonic
-        self._jwks = jwt.PyJWKClient(settings.jwks_url, cache_keys=True, lifespan=300) if settings.jwks_url else None
+        # Only the key set is cached, for its lifespan. PyJWT's `cache_keys` kept each key it had used with no
+        # expiry, checked first: a key the identity provider dropped (compromised) was accepted until a restart.
+        self._jwks = (
+            jwt.PyJWKClient(settings.jwks_url, lifespan=jwks_cache_seconds, timeout=JWKS_TIMEOUT_SECONDS)
+            if settings.jwks_url
+            else None
+        )
         self._verified: OrderedDict[str, _Verified] = OrderedDict()
 
     async def user_id(self, token: str) -> str:
@@ -128,6 +140,11 @@ class JwtVerifier:
                 )
         except jwt.ExpiredSignatureError as exc:
             raise unauthorized("The bearer token has expired.") from exc
+        except jwt.PyJWKClientConnectionError as exc:  # the identity provider, not the token
+            log.warning("cannot fetch the JWKS: %s", exc)
+            raise Problem(
+                503, "The identity provider's key set cannot be fetched; try again.", headers={"Retry-After": "5"}
+            ) from exc
         except (jwt.PyJWTError, ValueError) as exc:
             raise unauthorized("The bearer token is not valid.") from exc
         subject = claims.get("sub")
