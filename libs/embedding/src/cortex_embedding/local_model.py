@@ -137,7 +137,9 @@ def _load_torch(model_dir: Path, threads: int | None) -> LocalSentenceTransforme
 
 
 class LocalEmbedderSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CORTEX_EMBEDDER_LOCAL_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(
+        allow_inf_nan=False, env_prefix="CORTEX_EMBEDDER_LOCAL_", env_file=".env", extra="ignore"
+    )
 
     threads: int | None = Field(default=None, ge=1, description="intra-op threads (default: the backend's own).")
     backend: Literal["onnx", "torch"] = Field(

@@ -43,7 +43,9 @@ MAX_DETAIL_CHARS = 300
 
 
 class OpenAIEmbedderSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CORTEX_EMBEDDER_OPENAI_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(
+        allow_inf_nan=False, env_prefix="CORTEX_EMBEDDER_OPENAI_", env_file=".env", extra="ignore"
+    )
 
     base_url: str = Field(description="The API root, e.g. `http://localhost:11434/v1` (`/embeddings` is appended).")
     model: str = Field(description="The model name sent with each request and recorded with the index.")

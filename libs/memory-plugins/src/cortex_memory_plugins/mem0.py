@@ -33,6 +33,7 @@ from cortex_contracts.memory import (
     MemoryNamespace,
 )
 from cortex_contracts.plugins import PluginNotConfigured
+from cortex_contracts.settings_values import HttpUrl
 from cortex_memory_plugins.failures import FailureRecorder
 from cortex_memory_plugins.fencing import fence
 
@@ -41,9 +42,9 @@ MAX_ID_CHARS = 200  # an id, agent id or run id longer than this is no id (mem0'
 
 
 class Mem0Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CORTEX_MEM0_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(allow_inf_nan=False, env_prefix="CORTEX_MEM0_", env_file=".env", extra="ignore")
 
-    url: str | None = Field(default=None, description="The mem0 server's base URL; unset: the plugin is off.")
+    url: HttpUrl | None = Field(default=None, description="The mem0 server's base URL; unset: the plugin is off.")
     api_key: SecretStr | None = Field(default=None, description="Sent as `Authorization: Token <key>`.")
     timeout_seconds: float = Field(default=0.3, gt=0, le=30, description="Whole-call budget, connect included.")
     max_response_bytes: int = Field(

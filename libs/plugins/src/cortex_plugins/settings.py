@@ -11,7 +11,7 @@ PIN = "Pins the category to this plugin for every organization (overrides `corte
 
 
 class PluginSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CORTEX_PLUGIN_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(allow_inf_nan=False, env_prefix="CORTEX_PLUGIN_", env_file=".env", extra="ignore")
 
     extractor: str | None = Field(default=None, description="Ignored: every extractor is used for its media types.")
     chunker: str | None = Field(default=None, description=PIN)

@@ -11,7 +11,7 @@ from cortex_store.models import EMBEDDING_DIM
 class QdrantSettings(BaseSettings):
     """`CORTEX_QDRANT_*`. With no URL the embedded local mode keeps its files under `path`."""
 
-    model_config = SettingsConfigDict(env_prefix="CORTEX_QDRANT_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(allow_inf_nan=False, env_prefix="CORTEX_QDRANT_", env_file=".env", extra="ignore")
 
     url: str | None = Field(default=None, description="A Qdrant server, e.g. http://127.0.0.1:6333.")
     api_key: SecretStr | None = Field(default=None, description="The server's API key, if it wants one.")
@@ -34,12 +34,13 @@ class PgVectorSettings(BaseSettings):
     """`CORTEX_PGVECTOR_*`: how the dense leg searches `kb_chunks.embedding`."""
 
     model_config = SettingsConfigDict(
-        env_prefix="CORTEX_PGVECTOR_", env_file=".env", extra="ignore", populate_by_name=True
+        allow_inf_nan=False, env_prefix="CORTEX_PGVECTOR_", env_file=".env", extra="ignore", populate_by_name=True
     )
 
     exact_scan_max_chunks: int = Field(
         default=20_000,
         ge=0,
+        le=2**31 - 1,  # compared with a PostgreSQL integer
         validation_alias=AliasChoices(
             "CORTEX_PGVECTOR_EXACT_SCAN_MAX_CHUNKS", "CORTEX_AGGREGATOR_EXACT_SCAN_MAX_CHUNKS", "exact_scan_max_chunks"
         ),

@@ -40,7 +40,7 @@ from cortex_messaging.connection import connect, disconnect
 from cortex_plugins.registry import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.org_reads import make_read_pool
-from cortex_supervision.service_run import CannotStart
+from cortex_supervision.service_run import CannotStart, settings_or_exit
 from cortex_telemetry.heap import freeze_startup_heap
 from cortex_vector_stores.binding import store_of_its_own
 
@@ -200,7 +200,7 @@ def build(settings: AggregatorSettings | None = None) -> Aggregator:
     if embedder is None:
         log.warning("no query embedder: search is lexical-only")
     # mem0 reads through alongside the built-in memory whenever CORTEX_MEM0_URL is set.
-    mem0 = Mem0Settings()
+    mem0 = settings_or_exit(Mem0Settings, "cortex-aggregator")  # a bad CORTEX_MEM0_* value: one line, exit 2
     agent_memory: list[memory.AgentMemoryReader] = [Mem0Memory(mem0)] if mem0.url else []
     return Aggregator(
         settings=settings,

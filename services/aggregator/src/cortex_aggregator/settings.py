@@ -2,9 +2,10 @@
 
 from typing import Literal
 
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cortex_contracts.settings_values import INT32_MAX, DatabaseUrl, Secret
 from cortex_store.ann_graph import EXACT_SCAN_MAX_CHUNKS
 from cortex_telemetry.logs import LogLevel
 from cortex_telemetry.tracing import TraceExporter
@@ -12,15 +13,15 @@ from cortex_telemetry.tracing import TraceExporter
 
 class AggregatorSettings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="CORTEX_AGGREGATOR_", env_file=".env", extra="ignore", populate_by_name=True
+        allow_inf_nan=False, env_prefix="CORTEX_AGGREGATOR_", env_file=".env", extra="ignore", populate_by_name=True
     )
 
-    database_url: str = Field(validation_alias=AliasChoices("CORTEX_AGGREGATOR_DATABASE_URL", "DATABASE_URL"))
+    database_url: DatabaseUrl = Field(validation_alias=AliasChoices("CORTEX_AGGREGATOR_DATABASE_URL", "DATABASE_URL"))
     nats_url: str = Field(
         default="nats://127.0.0.1:4222",
         validation_alias=AliasChoices("CORTEX_AGGREGATOR_NATS_URL", "NATS_URL"),
     )
-    secret: SecretStr = Field(
+    secret: Secret = Field(
         validation_alias=AliasChoices("CORTEX_AGGREGATOR_SECRET", "CORTEX_SECRET"),
         description="Signs page cursors so a forged or altered one is refused.",
     )
@@ -64,6 +65,7 @@ class AggregatorSettings(BaseSettings):
     exact_scan_max_chunks: int = Field(
         default=EXACT_SCAN_MAX_CHUNKS,
         ge=0,
+        le=INT32_MAX,
         description="Up to this many embedded candidate chunks, the dense leg scans exactly; above, it walks "
         "HNSW first (measured by bench/search at 10k chunks: exact scan 8 ms of PostgreSQL CPU, walk ~2 ms).",
     )

@@ -1,34 +1,35 @@
 """Gateway settings, from the environment (prefix `CORTEX_GATEWAY_`)."""
 
-from pydantic import AliasChoices, Field, SecretStr, model_validator
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cortex_contracts.settings_values import DatabaseUrl, HttpUrl, Port, Secret
 from cortex_telemetry.logs import LogLevel
 from cortex_telemetry.tracing import TraceExporter
 
 
 class GatewaySettings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="CORTEX_GATEWAY_", env_file=".env", extra="ignore", populate_by_name=True
+        allow_inf_nan=False, env_prefix="CORTEX_GATEWAY_", env_file=".env", extra="ignore", populate_by_name=True
     )
 
-    database_url: str = Field(validation_alias=AliasChoices("CORTEX_GATEWAY_DATABASE_URL", "DATABASE_URL"))
+    database_url: DatabaseUrl = Field(validation_alias=AliasChoices("CORTEX_GATEWAY_DATABASE_URL", "DATABASE_URL"))
     nats_url: str = Field(
         default="nats://127.0.0.1:4222",
         validation_alias=AliasChoices("CORTEX_GATEWAY_NATS_URL", "NATS_URL"),
     )
-    secret: SecretStr = Field(
+    secret: Secret = Field(
         validation_alias=AliasChoices("CORTEX_GATEWAY_SECRET", "CORTEX_SECRET"),
         description="HS256 key that bearer tokens are signed with (the CLI signs with the same).",
     )
-    jwks_url: str | None = Field(default=None, description="JWKS URL: RS256 tokens are verified against it.")
+    jwks_url: HttpUrl | None = Field(default=None, description="JWKS URL: RS256 tokens are verified against it.")
     jwt_issuer: str | None = Field(default=None, description="Required `iss` of RS256 tokens.")
     jwt_audience: str | None = Field(default=None, description="Required `aud` of RS256 tokens.")
     max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0, description="Larger request bodies get 413.")
     rate_limit_per_minute: int = Field(default=600, ge=1, description="Requests per token per minute (per copy).")
     rate_limit_burst: int = Field(default=60, ge=1, description="Requests a token may make at once.")
     host: str = "127.0.0.1"
-    port: int = 8080
+    port: Port = 8080
     rpc_timeout_seconds: float = Field(default=5.0, gt=0, description="How long to wait for the aggregator.")
     wait_timeout_seconds: float = Field(default=30.0, gt=0, description="Longest `?wait=true` for indexing.")
     log_level: LogLevel = LogLevel.INFO

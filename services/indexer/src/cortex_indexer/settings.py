@@ -5,6 +5,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cortex_contracts.settings_values import INT32_MAX, DatabaseUrl
 from cortex_store.ann_graph import EXACT_SCAN_MAX_CHUNKS
 from cortex_telemetry.logs import LogLevel
 from cortex_telemetry.tracing import TraceExporter
@@ -12,10 +13,10 @@ from cortex_telemetry.tracing import TraceExporter
 
 class IndexerSettings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="CORTEX_INDEXER_", env_file=".env", extra="ignore", populate_by_name=True
+        allow_inf_nan=False, env_prefix="CORTEX_INDEXER_", env_file=".env", extra="ignore", populate_by_name=True
     )
 
-    database_url: str = Field(validation_alias=AliasChoices("CORTEX_INDEXER_DATABASE_URL", "DATABASE_URL"))
+    database_url: DatabaseUrl = Field(validation_alias=AliasChoices("CORTEX_INDEXER_DATABASE_URL", "DATABASE_URL"))
     nats_url: str = Field(
         default="nats://127.0.0.1:4222",
         validation_alias=AliasChoices("CORTEX_INDEXER_NATS_URL", "NATS_URL"),
@@ -28,10 +29,13 @@ class IndexerSettings(BaseSettings):
     backfill_interval_seconds: float = Field(
         default=10.0, gt=0, description="Pause between passes of the embedding backfill when it is idle."
     )
-    backfill_batch: int = Field(default=64, ge=1, description="Passages (and entries) per org per backfill pass.")
+    backfill_batch: int = Field(
+        default=64, ge=1, le=100_000, description="Passages (and entries) per org per backfill pass."
+    )
     ann_min_chunks: int = Field(
         default=EXACT_SCAN_MAX_CHUNKS,
         ge=0,
+        le=INT32_MAX,
         description="An organization with more embedded passages than this enters the HNSW graph (below, the "
         "aggregator scans exactly: keep it at the aggregator's CORTEX_AGGREGATOR_EXACT_SCAN_MAX_CHUNKS).",
     )

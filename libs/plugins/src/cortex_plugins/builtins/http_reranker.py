@@ -16,15 +16,18 @@ from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from cortex_contracts.plugins import PluginNotConfigured
+from cortex_contracts.settings_values import HttpUrl
 from cortex_plugins.rerankers import RerankFailed
 
 MAX_DETAIL_CHARS = 300
 
 
 class HttpRerankerSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="CORTEX_RERANKER_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(
+        allow_inf_nan=False, env_prefix="CORTEX_RERANKER_", env_file=".env", extra="ignore"
+    )
 
-    base_url: str | None = Field(default=None, description="The API root, e.g. `http://localhost:7997/v1`.")
+    base_url: HttpUrl | None = Field(default=None, description="The API root, e.g. `http://localhost:7997/v1`.")
     model: str = Field(default="", description="Sent with each request (a server with one model ignores it).")
     api_key: SecretStr | None = Field(default=None, description="Sent as `Authorization: Bearer …` when set.")
     timeout_seconds: float = Field(default=1.0, gt=0, description="A search waits this long, once.")
