@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError
+from nats.errors import Error as NatsError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -29,6 +30,7 @@ from cortex_messaging.delivery import Handler, PoisonMessage, parse_delivery
 from cortex_messaging.trace_headers import extract
 
 log = logging.getLogger(__name__)
+FETCH_RETRY_SECONDS = 1.0
 tracer = trace.get_tracer(__name__)
 
 __all__ = ["ConsumerSpec", "DurableConsumer", "Handler"]
@@ -86,6 +88,13 @@ class DurableConsumer:
                 except ConnectionClosedError:  # for good: the service stops (connection.py's `on_lost`)
                     log.warning("%s: the NATS client is closed; consuming no more", spec.durable)
                     break
+                except NatsError as exc:  # JetStream not ready yet after a server restart, a reconnect under way
+                    log.warning(
+                        "%s: fetching failed (%r); trying again in %g s", spec.durable, exc, FETCH_RETRY_SECONDS
+                    )
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(stop.wait(), FETCH_RETRY_SECONDS)
+                    continue
                 for msg in msgs:
                     await self._slots.acquire()
                     task = asyncio.create_task(self._handle(msg))
