@@ -6,6 +6,8 @@ closes the client for good, and drops its subscriptions. A service left with suc
 nothing until it is restarted, so it is told (`on_lost`) and stops, for its supervisor to restart it.
 """
 
+import asyncio
+import contextlib
 import logging
 import weakref
 from collections.abc import Callable
@@ -19,8 +21,16 @@ log = logging.getLogger(__name__)
 _closed_on_purpose: "weakref.WeakSet[NATS]" = weakref.WeakSet()  # by `disconnect`
 
 
-async def connect(url: str, name: str, on_lost: Callable[[], None] | None = None) -> NATS:
-    """`on_lost`: called if the client closes without `disconnect` (see the module docstring)."""
+class StoppedBeforeConnected(Exception):
+    """The service was told to stop while NATS could not be reached yet."""
+
+
+async def connect(
+    url: str, name: str, on_lost: Callable[[], None] | None = None, *, stop: asyncio.Event | None = None
+) -> NATS:
+    """`on_lost`: called if the client closes without `disconnect` (see the module docstring). `stop`: set
+    while the first connection is still being tried (the server not up), it ends the trying with
+    StoppedBeforeConnected. Before, a service asked to stop then waited for NATS for ever."""
     client: list[NATS] = []  # the callbacks are given before the client exists
 
     async def on_disconnect() -> None:
@@ -39,16 +49,28 @@ async def connect(url: str, name: str, on_lost: Callable[[], None] | None = None
         if on_lost is not None:
             on_lost()
 
-    nc = await nats.connect(
-        url,
-        name=name,
-        max_reconnect_attempts=-1,
-        reconnect_time_wait=1,
-        disconnected_cb=on_disconnect,
-        reconnected_cb=on_reconnect,
-        error_cb=on_error,
-        closed_cb=on_closed,
+    connecting = asyncio.ensure_future(
+        nats.connect(
+            url,
+            name=name,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=1,
+            disconnected_cb=on_disconnect,
+            reconnected_cb=on_reconnect,
+            error_cb=on_error,
+            closed_cb=on_closed,
+        )
     )
+    if stop is not None:
+        stopping = asyncio.ensure_future(stop.wait())
+        await asyncio.wait({connecting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        stopping.cancel()
+        if not connecting.done():
+            connecting.cancel()
+            with contextlib.suppress(BaseException):
+                await connecting
+            raise StoppedBeforeConnected(f"stopped while NATS at {url} could not be reached")
+    nc = await connecting
     client.append(nc)
     return nc
 

@@ -36,7 +36,7 @@ from cortex_embedding.errors import EmbedderNotConfigured, EmbedderSettingsInval
 from cortex_embedding.local_model import load_local_embedder
 from cortex_memory_plugins.mem0 import Mem0Memory, Mem0Settings
 from cortex_messaging import rpc
-from cortex_messaging.connection import connect, disconnect
+from cortex_messaging.connection import StoppedBeforeConnected, connect, disconnect
 from cortex_plugins.registry import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.org_reads import make_read_pool
@@ -86,7 +86,13 @@ class Aggregator:
         search_pool = await make_read_pool(
             settings.database_url, size=settings.pool_size, server_settings=server_settings
         )
-        nc = await connect(settings.nats_url, name="cortex-aggregator", on_lost=self.nats_lost)
+        try:
+            nc = await connect(settings.nats_url, name="cortex-aggregator", on_lost=self.nats_lost, stop=self.stop)
+        except StoppedBeforeConnected as exc:  # told to stop while NATS was not up yet: nothing to finish
+            log.info("%s", exc)
+            await search_pool.close()
+            await engine.dispose()
+            return
         try:
             sessions = make_sessionmaker(engine)
             indexes = FacetIndexes(sessions, settings.facet_index_max_organizations)

@@ -22,7 +22,7 @@ from cortex_indexer.indexing import IndexingContext
 from cortex_indexer.memory_entries import make_memory_handler
 from cortex_indexer.outbox import OutboxRelay
 from cortex_indexer.settings import IndexerSettings
-from cortex_messaging.connection import connect, disconnect
+from cortex_messaging.connection import StoppedBeforeConnected, connect, disconnect
 from cortex_messaging.consumer import ConsumerSpec, DurableConsumer
 from cortex_messaging.streams import ensure_streams
 from cortex_plugins.registry import PluginRegistry
@@ -61,7 +61,12 @@ class Indexer:
         # bench/ingest indexed 300 documents); handlers wait for a pooled one instead.
         pool_size = min(settings.concurrency, settings.database_connections)
         engine = make_engine(settings.database_url, pool_size=pool_size, max_overflow=0, pre_ping=False)
-        nc = await connect(settings.nats_url, name="cortex-indexer", on_lost=self.nats_lost)
+        try:
+            nc = await connect(settings.nats_url, name="cortex-indexer", on_lost=self.nats_lost, stop=self.stop)
+        except StoppedBeforeConnected as exc:  # told to stop while NATS was not up yet: nothing to finish
+            log.info("%s", exc)
+            await engine.dispose()
+            return
         extraction = ExtractionWorkers(settings.extraction_workers, settings.extraction_timeout_seconds)
         try:
             await open_pool(engine, pool_size)
