@@ -18,7 +18,7 @@ from cortex_cli.ingest import IngestOptions, ingest_files
 from cortex_cli.organizations import InvalidSlug, UnknownOrganization, current_role, ensure_membership, organization_id
 from cortex_cli.plugins import choose_plugin, list_plugins, render
 from cortex_cli.run_lock import AlreadyRunning, holding_run_lock
-from cortex_cli.unreachable import Unreachable, database_refusal
+from cortex_cli.unreachable import Unreachable, database_refusal, privilege_refusal
 from cortex_cli.works import create_work
 from cortex_contracts.doc_classes import DOC_CLASSES
 from cortex_plugins import CATEGORIES, PluginChoiceError, PluginRegistry
@@ -88,7 +88,14 @@ def _run_holding_the_lock(args: argparse.Namespace, directory: Path, run_lock: i
 def _migrate(args: argparse.Namespace) -> int:
     from cortex_store.migrate import upgrade
 
-    upgrade(config.database_url())
+    try:
+        upgrade(config.database_url())
+    except Exception as exc:
+        refusal = privilege_refusal(exc)
+        if refusal is None:
+            raise  # main() says what a connection refusal is; anything else is a bug: its traceback
+        print(f"error: {refusal}", file=sys.stderr)
+        return 1
     print("migrations applied")
     return 0
 

@@ -49,6 +49,14 @@ def database_refusal(exc: BaseException) -> str | None:
     return f"cannot connect to the database: {reason} (check DATABASE_URL, or that `cortex run` is running)"
 
 
+def privilege_refusal(exc: BaseException) -> str | None:
+    """What to say when the database user lacks a privilege a migration needs (SQLSTATE 42501); else None."""
+    if not isinstance(exc, sqlalchemy.exc.DBAPIError) or getattr(exc.orig, "sqlstate", None) != "42501":
+        return None
+    reason = str(exc.orig).splitlines()[0].split(": ", 1)[-1]  # without asyncpg's `<class …>:` prefix
+    return f"the database user lacks a privilege the migrations need: {reason} (see deploy/README.md, Migrations)"
+
+
 def _no_socket(exc: BaseException) -> bool:
     """A Unix socket directory with no server in it (the embedded one stopped): asyncpg names no file,
     where a missing file or program elsewhere would be named."""
