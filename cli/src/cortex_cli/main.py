@@ -64,17 +64,22 @@ def _run(args: argparse.Namespace) -> int:
 def _run_holding_the_lock(args: argparse.Namespace, directory: Path, run_lock: int) -> int:
     from cortex_cli.supervisor import RunSettings, run_all
     from cortex_store.migrate import upgrade
-    from cortex_store.tenancy import app_role_url
 
     secret = config.ensure_secret(directory)
+    given_url, app_password = os.environ.get("DATABASE_URL") or None, os.environ.get("CORTEX_APP_DB_PASSWORD")
+    if given_url and not app_password:
+        print(
+            "cortex: the services connect as DATABASE_URL's own user, which row-level security does not hold;"
+            " set CORTEX_APP_DB_PASSWORD to run them as cortex_app",
+            flush=True,
+        )
     settings = RunSettings(
         data_dir=directory,
-        database_url=os.environ.get("DATABASE_URL") or None,
+        database_url=given_url,
         nats_url=os.environ.get("NATS_URL") or None,
         extra_env={"CORTEX_SECRET": secret, "CORTEX_DATA_DIR": str(directory)},
         migrate=upgrade,
-        # Embedded PostgreSQL trusts local logins: the services connect as the app role, under RLS.
-        service_database_url=app_role_url if not os.environ.get("DATABASE_URL") else str,
+        service_database_url=service_database_url(given_url, app_password),
         on_ready=lambda db, nats: config.write_runtime(directory, _runtime(db, nats)),
         copies={"aggregator": args.aggregators},
         run_lock=run_lock,
@@ -83,6 +88,19 @@ def _run_holding_the_lock(args: argparse.Namespace, directory: Path, run_lock: i
         return run_all(settings)
     finally:
         config.clear_runtime(directory)
+
+
+def service_database_url(given_url: str | None, app_password: str | None) -> Callable[[str], str]:
+    """How the services connect: as cortex_app, under row-level security (on the embedded server, which
+    trusts local logins, without a password; on a given one with CORTEX_APP_DB_PASSWORD, which every
+    migration sets), else as the given DATABASE_URL's own user."""
+    from cortex_store.tenancy import app_role_url
+
+    if given_url is None:
+        return app_role_url
+    if app_password:
+        return lambda owner_url: app_role_url(owner_url, app_password)
+    return str
 
 
 def _migrate(args: argparse.Namespace) -> int:

@@ -44,7 +44,7 @@ async def org_transaction(
         yield session
 
 
-def app_role_url(owner_url: str) -> str:
-    """The same server and database, as the application role (for servers that trust local logins,
-    like the embedded one). Elsewhere, give the services the app role's own DATABASE_URL."""
-    return make_url(owner_url).set(username=APP_ROLE, password=None).render_as_string(hide_password=False)
+def app_role_url(owner_url: str, password: str | None = None) -> str:
+    """The same server and database, as the application role: with its `password`, or without one for
+    servers that trust local logins, like the embedded one."""
+    return make_url(owner_url).set(username=APP_ROLE, password=password).render_as_string(hide_password=False)
