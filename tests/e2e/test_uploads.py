@@ -69,6 +69,18 @@ async def lexical_ids(client: httpx.AsyncClient, q: str) -> list[str]:
     return [item["id"] for item in response.json()["items"]]
 
 
+async def announce(js: JetStreamContext, upload: UploadCreated) -> None:
+    """Publish `kb.<orgId>.upload.created` for the upload, as the upload service would."""
+    event = new_envelope(
+        event_type=TYPE_UPLOAD_CREATED,
+        source="tests/upstream",
+        org_id=upload.organization_id,
+        subject=str(upload.upload_id),
+        data=upload.model_dump(mode="json", by_alias=True, exclude_none=True),
+    )
+    await publish_event(js, subjects.kb_upload_created(upload.organization_id), event)
+
+
 async def detail_when(client: httpx.AsyncClient, document_id: uuid.UUID, **expected: Any) -> dict[str, Any]:
     """The document's detail once it exists and has the expected top-level fields."""
     async with asyncio.timeout(30):
@@ -185,14 +197,7 @@ async def test_an_upload_declared_as_another_type_is_read_as_what_its_bytes_are(
         size_bytes=len(data),
         object=ObjectRef.owned(store._name, org.id, "report"),
     )
-    event = new_envelope(
-        event_type=TYPE_UPLOAD_CREATED,
-        source="tests/upstream",
-        org_id=org.id,
-        subject=str(upload_id),
-        data=upload.model_dump(mode="json", by_alias=True, exclude_none=True),
-    )
-    await publish_event(js, subjects.kb_upload_created(org.id), event)
+    await announce(js, upload)
 
     detail = await detail_when(org.member, upload_document_id(upload_id), status="published")
     assert detail["item"]["title"] == "Quarterly report"
@@ -322,14 +327,7 @@ async def test_an_event_naming_another_organizations_object_is_refused(
         size_bytes=len(plans),
         object=owners,
     )
-    event = new_envelope(
-        event_type=TYPE_UPLOAD_CREATED,
-        source="tests/upstream",
-        org_id=intruder.id,
-        subject=str(upload_id),
-        data=upload.model_dump(mode="json", by_alias=True, exclude_none=True),
-    )
-    await publish_event(js, subjects.kb_upload_created(intruder.id), event)
+    await announce(js, upload)
     body_event = upsert_event(intruder.id, uuid.uuid4(), title="Plans", body="", version=1)
     refs = {**body_event.data, "body": None, "bodyRef": owners.model_dump(by_alias=True)}
     await publish_upsert(js, body_event.model_copy(update={"data": refs}))
