@@ -69,8 +69,8 @@ def _run_holding_the_lock(args: argparse.Namespace, directory: Path, run_lock: i
     given_url, app_password = os.environ.get("DATABASE_URL") or None, os.environ.get("CORTEX_APP_DB_PASSWORD")
     if given_url and not app_password:
         print(
-            "cortex: the services connect as DATABASE_URL's own user, which row-level security does not hold;"
-            " set CORTEX_APP_DB_PASSWORD to run them as cortex_app",
+            "cortex: the services connect as DATABASE_URL's own user (row-level security does not hold a role"
+            " that owns the tables); set CORTEX_APP_DB_PASSWORD to run them as cortex_app",
             flush=True,
         )
     settings = RunSettings(
