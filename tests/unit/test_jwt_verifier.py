@@ -8,6 +8,7 @@ from typing import Any
 import jwt
 import pytest
 
+from cortex_embedded_servers import free_port
 from cortex_gateway.credentials import VERIFIED_FOR_SECONDS, JwtVerifier
 from cortex_gateway.problems import Problem
 from cortex_gateway.settings import GatewaySettings
@@ -114,9 +115,8 @@ async def test_a_key_dropped_from_the_jwks_stops_counting_once_the_key_set_is_fe
 
 async def test_an_identity_provider_that_cannot_be_reached_is_a_503_not_a_bad_token() -> None:
     key = new_rsa_key()
-    with serving_jwks([jwk_of(key, "k")]) as url:
-        pass  # stopped: nothing answers at the URL any more
-    verifier = rs256_verifier(url, cache_seconds=300)
+    nothing_listens = f"http://127.0.0.1:{free_port('127.0.0.1')}/.well-known/jwks.json"
+    verifier = rs256_verifier(nothing_listens, cache_seconds=300)
 
     with pytest.raises(Problem) as unavailable:
         await verifier.user_id(rs256_token(key, "k", "alice"))

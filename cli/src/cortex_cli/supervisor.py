@@ -293,16 +293,23 @@ def _announcer(
             return False
         if any(service.kind == "gateway" for service in services) and not _gateway_ready(host, port):
             return False
-        _announce(settings, names, database_url, nats_url, console)
+        _announce(settings, names, database_url, nats_url, (host, port), console)
         return True
 
     return announce
 
 
-def _announce(settings: RunSettings, names: Sequence[str], database_url: str, nats_url: str, console: _Console) -> None:
+def _announce(
+    settings: RunSettings,
+    names: Sequence[str],
+    database_url: str,
+    nats_url: str,
+    gateway: tuple[str, str],
+    console: _Console,
+) -> None:
     database = _origin(settings.database_url, settings.data_dir / "pg")
     nats = _origin(settings.nats_url, settings.data_dir / "nats")
-    host, port = gateway_address({**os.environ, **settings.extra_env})
+    host, port = gateway
     console.line(_SELF, f"Cortex is running {', '.join(names)}; Ctrl-C stops it all")
     if port.isdigit():  # else the gateway refuses the value, and says so
         console.line(

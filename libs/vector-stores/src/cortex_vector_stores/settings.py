@@ -5,6 +5,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from cortex_contracts.settings_values import INT32_MAX
 from cortex_store.models import EMBEDDING_DIM
 
 
@@ -40,7 +41,7 @@ class PgVectorSettings(BaseSettings):
     exact_scan_max_chunks: int = Field(
         default=20_000,
         ge=0,
-        le=2**31 - 1,  # compared with a PostgreSQL integer
+        le=INT32_MAX,
         validation_alias=AliasChoices(
             "CORTEX_PGVECTOR_EXACT_SCAN_MAX_CHUNKS", "CORTEX_AGGREGATOR_EXACT_SCAN_MAX_CHUNKS", "exact_scan_max_chunks"
         ),

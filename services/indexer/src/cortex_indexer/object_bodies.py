@@ -79,10 +79,8 @@ def _recorded_digest(digest: str | None) -> bytes | None:
 
 
 async def read_body(js: JetStreamContext, ref: ObjectRef, *, owner: UUID) -> str:
-    try:
-        data = await read_bytes(
-            js, ref, owner=owner, max_bytes=4 * MAX_BODY_CHARS
-        )  # UTF-8 takes at most 4 bytes a character
+    try:  # UTF-8 takes at most 4 bytes a character
+        data = await read_bytes(js, ref, owner=owner, max_bytes=4 * MAX_BODY_CHARS)
     except UnreadableObject as exc:
         raise PoisonMessage(f"body {exc}") from exc
     try:
