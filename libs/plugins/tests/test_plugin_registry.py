@@ -15,7 +15,19 @@ from cortex_plugins.settings import PluginSettings
 from cortex_plugins.testing import FakeEntryPoint
 
 
-class Store:
+class AnyPlugin:
+    """Has what the services call on a plugin of each category these tests use."""
+
+    def upsert(self) -> None: ...
+
+    def search(self) -> None: ...
+
+    def rerank(self) -> None: ...
+
+    def extract(self) -> None: ...
+
+
+class Store(AnyPlugin):
     def __init__(self, name: str) -> None:
         self.name = name
 
@@ -28,7 +40,7 @@ def raising_factory() -> Store:
     raise ValueError("CORTEX_QDRANT_URL is not a URL")
 
 
-class Instance:  # registered as the object itself, the way the extractors register theirs
+class Instance(AnyPlugin):  # registered as the object itself, the way the extractors register theirs
     name = "instance"
 
     def __call__(self) -> None:
@@ -169,21 +181,21 @@ async def test_a_plugin_nobody_configured_is_listed_as_such_and_passed_over_quie
         registry.check_choice("memory", "mem0")
 
 
-class Healthy:
+class Healthy(AnyPlugin):
     name = "healthy"
 
     async def health(self) -> str | None:
         return None
 
 
-class Down:
+class Down(AnyPlugin):
     name = "down"
 
     async def health(self) -> str | None:
         return "connection refused"
 
 
-class Slow:
+class Slow(AnyPlugin):
     name = "slow"
 
     async def health(self) -> str | None:
@@ -191,7 +203,7 @@ class Slow:
         return None
 
 
-class Crashing:
+class Crashing(AnyPlugin):
     name = "crashing"
 
     async def health(self) -> str | None:
@@ -275,7 +287,7 @@ def test_pins_come_from_cortex_plugin_variables(monkeypatch: pytest.MonkeyPatch)
     assert registry.pin("reranker") is None
 
 
-class KeepsDataInPostgres:
+class KeepsDataInPostgres(AnyPlugin):
     name = "in-postgres"
 
     def __init__(self) -> None:
@@ -325,3 +337,47 @@ def test_a_misspelt_pin_in_the_env_file_is_a_refusal_too(monkeypatch: pytest.Mon
     refusals = PluginRegistry.from_environment().pin_refusals()
 
     assert [refusal.split(" (")[0] for refusal in refusals] == ["CORTEX_PLUGIN_VECTORSTORE names no plugin category"]
+
+
+def test_a_plugin_without_its_categorys_methods_did_not_load() -> None:
+    """Before: a factory that gave, say, a string was listed as loaded and `ok`, then failed at its first call."""
+    groups = {"cortex.reranker": [FakeEntryPoint("text", "text:create", lambda: "a reranker")]}
+    registry = PluginRegistry(pins={}, find=lambda group: groups.get(group, []))
+
+    (text,) = registry.plugins("reranker")
+
+    assert (text.loaded, text.error) == (False, "text:create gave str, which has no rerank()")
+    with pytest.raises(PluginChoiceError, match="has no rerank"):
+        registry.check_choice("reranker", "text")
+
+
+class Counted:
+    """An entry point that counts its loads."""
+
+    def __init__(self, name: str) -> None:
+        self.name, self.value, self.loads = name, f"{name}:create", 0
+
+    def load(self) -> object:
+        self.loads += 1
+        return pgvector_factory
+
+
+def test_choosing_a_plugin_loads_only_the_plugins_the_cascade_reaches() -> None:
+    """A service imports the plugins it uses: before, every installed one (the qdrant client: ~1 s of CPU)."""
+    entries = {name: Counted(name) for name in ("pgvector", "qdrant", "milvus")}
+
+    def loads() -> dict[str, int]:
+        return {name: entry.loads for name, entry in entries.items()}
+
+    registry = PluginRegistry(pins={}, find=lambda group: list(entries.values()))
+    registry.active("vector_store")
+    assert loads() == {"pgvector": 1, "qdrant": 0, "milvus": 0}
+    registry.active("reranker", org_choice="milvus")
+    assert loads() == {"pgvector": 1, "qdrant": 0, "milvus": 1}
+
+    PluginRegistry(pins={"vector_store": "qdrant"}, find=lambda group: list(entries.values())).pin_refusals()
+    assert loads() == {"pgvector": 1, "qdrant": 1, "milvus": 1}
+
+    registry.plugins("vector_store")  # a listing loads every one, once
+    registry.plugins("vector_store")
+    assert loads() == {"pgvector": 1, "qdrant": 2, "milvus": 2}

@@ -9,6 +9,7 @@ What happens when a rung names something unusable (not installed, or failed to l
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from cortex_contracts.plugins import SelectionReason
 
@@ -23,6 +24,22 @@ class Candidate:
     configured: bool = True
 
 
+class CandidateLike(Protocol):
+    """A `Candidate`, or one that loads its plugin when first asked (the registry's)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def loaded(self) -> bool: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+    @property
+    def configured(self) -> bool: ...
+
+
 @dataclass(frozen=True)
 class Selection:
     name: str | None  # None: nothing usable, see `notes`
@@ -34,7 +51,7 @@ class Selection:
         return "; ".join(self.notes) or None
 
 
-def _unusable(candidates: dict[str, Candidate], name: str) -> str | None:
+def _unusable(candidates: dict[str, CandidateLike], name: str) -> str | None:
     """Why `name` cannot be used, or None if it can."""
     found = candidates.get(name)
     if found is None:
@@ -47,7 +64,7 @@ def _unusable(candidates: dict[str, Candidate], name: str) -> str | None:
 
 def select(
     category: str,
-    candidates: Sequence[Candidate],
+    candidates: Sequence[CandidateLike],
     *,
     pin: str | None = None,
     pin_source: str = "the environment pin",

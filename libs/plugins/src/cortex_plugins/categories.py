@@ -17,6 +17,7 @@ class Category:
     default: str | None  # the built-in default's entry-point name
     selectable: bool = True  # False: every loaded plugin is used (extractors, each for its media types)
     per_organization: bool = True  # False: one choice for the whole deployment (env pin or default)
+    methods: tuple[str, ...] = ()  # what the services call on a plugin of this category
 
     @property
     def group(self) -> str:
@@ -24,15 +25,15 @@ class Category:
 
 
 CATEGORIES: tuple[Category, ...] = (
-    Category("extractor", default=None, selectable=False),
-    Category("chunker", default="heading-paragraph"),
+    Category("extractor", default=None, selectable=False, methods=("extract",)),
+    Category("chunker", default="heading-paragraph", methods=("chunk",)),
     # One embedding space and one vector index per database: an organization cannot choose its own.
-    Category("embedder", default="local", per_organization=False),
-    Category("vector_store", default="pgvector", per_organization=False),
-    Category("reranker", default="none"),
+    Category("embedder", default="local", per_organization=False, methods=("embed",)),
+    Category("vector_store", default="pgvector", per_organization=False, methods=("upsert", "search")),
+    Category("reranker", default="none", methods=("rerank",)),
     Category("rag", default="hybrid"),
     Category("memory", default="postgres"),
-    Category("summarizer", default="extractive"),
+    Category("summarizer", default="extractive", methods=("summarize",)),
 )
 _BY_NAME = {c.name: c for c in CATEGORIES}
 

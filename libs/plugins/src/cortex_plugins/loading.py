@@ -29,8 +29,13 @@ def _is_factory(obj: object) -> bool:
     return inspect.isfunction(obj) or inspect.ismethod(obj) or inspect.isclass(obj)
 
 
-def load_plugin(category: str, entry: EntryPointLike) -> LoadedPlugin:
-    """Import the entry point and call its factory. An import error or a raising factory is reported."""
+def _missing(plugin: object, methods: tuple[str, ...]) -> list[str]:
+    return [name for name in methods if not callable(getattr(plugin, name, None))]
+
+
+def load_plugin(category: str, entry: EntryPointLike, methods: tuple[str, ...] = ()) -> LoadedPlugin:
+    """Import the entry point and call its factory. An import error, a raising factory, or a plugin without the
+    category's `methods` is reported."""
     try:
         obj = entry.load()
     except Exception as exc:
@@ -50,6 +55,10 @@ def load_plugin(category: str, entry: EntryPointLike) -> LoadedPlugin:
     if obj is None:  # else listed as loaded and healthy, and chosen, then failing at its first call
         log.warning("%s plugin %r: %s gave no plugin (None)", category, entry.name, entry.value)
         return LoadedPlugin(category, entry.name, entry.value, None, f"{entry.value} gave no plugin (None)")
+    if missing := _missing(obj, methods):  # else listed as loaded, then failing at its first call
+        error = f"{entry.value} gave {type(obj).__name__}, which has no {', '.join(f'{m}()' for m in missing)}"
+        log.warning("%s plugin %r: %s", category, entry.name, error)
+        return LoadedPlugin(category, entry.name, entry.value, None, error)
     return LoadedPlugin(category, entry.name, entry.value, obj)
 
 

@@ -1,7 +1,8 @@
 """`PluginRegistry`: what a service builds in its composition root. Discovery and loading are lazy.
 
-Nothing happens at construction. A category's entry points are found and loaded on first use (import
-and factory call, which may block: call `load_all` off the event loop), then kept for the process.
+Nothing happens at construction. A category's entry points are found on first use, and each plugin is
+loaded (import and factory call, which may block: call `load_all` off the event loop) when first needed:
+by the selection cascade as it reaches it, or by a listing. Both are kept for the process.
 """
 
 import logging
@@ -13,7 +14,7 @@ from dataclasses import replace
 from dotenv import dotenv_values
 
 from cortex_plugins import discovery
-from cortex_plugins.cascade import Candidate, Selection, select
+from cortex_plugins.cascade import Selection, select
 from cortex_plugins.categories import CATEGORIES, Category, category, env_var
 from cortex_plugins.discovery import EntryPointLike
 from cortex_plugins.errors import PluginChoiceError, PluginUnavailable
@@ -34,7 +35,8 @@ class PluginRegistry:
         self._pins = dict(pins or {})
         self._unknown = list(unknown)
         self._find = find
-        self._loaded: dict[str, tuple[LoadedPlugin, ...]] = {}
+        self._found: dict[str, tuple[EntryPointLike, ...]] = {}
+        self._loaded: dict[str, dict[str, LoadedPlugin]] = {}
         self._lock = threading.Lock()
         self._sessions: object | None = None
 
@@ -51,20 +53,24 @@ class PluginRegistry:
         return CATEGORIES
 
     def plugins(self, category_name: str) -> tuple[LoadedPlugin, ...]:
-        """Every installed plugin of the category, loaded (or with its load error), by name."""
-        group = category(category_name).group
-        with self._lock:
-            if category_name not in self._loaded:
-                self._loaded[category_name] = self._load(category_name, group)
-            return self._loaded[category_name]
+        """Every installed plugin of the category, loaded (or with its load error), by name. A name registered
+        twice is listed twice: the second entry as a duplicate, never loaded."""
+        kept: dict[str, LoadedPlugin] = {}
+        duplicates: list[LoadedPlugin] = []
+        for entry in self._entries(category_name):
+            if entry.name in kept:
+                duplicates.append(duplicate(category_name, entry, kept[entry.name]))
+            else:
+                kept[entry.name] = self._named(category_name, entry.name)
+        return tuple(sorted([*kept.values(), *duplicates], key=lambda p: p.name))
 
     def use_database(self, sessions: object) -> None:
         """Hand the service's `async_sessionmaker` to every plugin that keeps its data in Cortex's own
         PostgreSQL — by convention, one with a `bind(sessions)` method (pgvector) — loaded now or later."""
         with self._lock:
             self._sessions = sessions
-            for category_name, plugins in self._loaded.items():
-                self._loaded[category_name] = tuple(self._bind(p) for p in plugins)
+            for plugins in self._loaded.values():
+                plugins.update({name: self._bind(p) for name, p in plugins.items()})
 
     def load_all(self) -> None:
         for each in CATEGORIES:
@@ -90,12 +96,10 @@ class PluginRegistry:
         chosen = category(category_name)
         if not chosen.per_organization:
             org_choice = None  # deployment-wide: `check_choice` refuses to store one, an old one is ignored
-        candidates: dict[str, Candidate] = {}
-        for p in self.plugins(category_name):  # a duplicate name comes after the entry that holds it
-            candidates.setdefault(p.name, Candidate(p.name, p.loaded, p.error, p.configured))
+        names = dict.fromkeys(entry.name for entry in self._entries(category_name))
         return select(
             category_name,
-            list(candidates.values()),
+            [_Unloaded(self, category_name, name) for name in names],
             pin=self.pin(category_name),
             pin_source=env_var(category_name),
             org_choice=org_choice,
@@ -109,7 +113,7 @@ class PluginRegistry:
         chosen = self.selection(category_name, org_choice)
         if chosen.name is None:
             raise PluginUnavailable(f"no usable {category_name} plugin: {chosen.detail}")
-        plugin = next(p.plugin for p in self.plugins(category_name) if p.name == chosen.name and p.loaded)
+        plugin = self._named(category_name, chosen.name).plugin
         assert plugin is not None
         return plugin
 
@@ -125,25 +129,32 @@ class PluginRegistry:
                 f"{category_name} is chosen for the whole deployment (one embedding space and vector index per "
                 f"database): set {env_var(category_name)} for every service instead"
             )
-        plugins = self.plugins(category_name)
-        found = next((p for p in plugins if p.name == plugin_name), None)
-        if found is None:
-            installed = ", ".join(sorted({p.name for p in plugins})) or "none"
+        names = {entry.name for entry in self._entries(category_name)}
+        if plugin_name not in names:
+            installed = ", ".join(sorted(names)) or "none"
             raise PluginChoiceError(f"no {category_name} plugin named {plugin_name!r}; installed: {installed}")
+        found = self._named(category_name, plugin_name)
         if not found.loaded:
             why = "failed to load" if found.configured else "is not configured"
             raise PluginChoiceError(f"{category_name} plugin {plugin_name!r} {why}: {found.error}")
 
-    def _load(self, category_name: str, group: str) -> tuple[LoadedPlugin, ...]:
-        find = self._find or discovery.find_entry_points
-        loaded: dict[str, LoadedPlugin] = {}
-        duplicates: list[LoadedPlugin] = []
-        for entry in find(group):
-            if entry.name in loaded:
-                duplicates.append(duplicate(category_name, entry, loaded[entry.name]))
-            else:
-                loaded[entry.name] = self._bind(load_plugin(category_name, entry))
-        return tuple(sorted([*loaded.values(), *duplicates], key=lambda p: p.name))
+    def _entries(self, category_name: str) -> tuple[EntryPointLike, ...]:
+        """The category's entry points, found once; nothing they point at is imported."""
+        group = category(category_name).group
+        with self._lock:
+            if category_name not in self._found:
+                self._found[category_name] = tuple((self._find or discovery.find_entry_points)(group))
+            return self._found[category_name]
+
+    def _named(self, category_name: str, name: str) -> LoadedPlugin:
+        """The plugin first registered under `name` (which must be installed), loaded on first use: a service
+        imports only what its cascade reaches (the `qdrant` store's client alone takes about a second)."""
+        entry = next(entry for entry in self._entries(category_name) if entry.name == name)
+        with self._lock:
+            loaded = self._loaded.setdefault(category_name, {})
+            if name not in loaded:
+                loaded[name] = self._bind(load_plugin(category_name, entry, category(category_name).methods))
+            return loaded[name]
 
     def _bind(self, loaded: LoadedPlugin) -> LoadedPlugin:
         bind = getattr(loaded.plugin, "bind", None)
@@ -155,3 +166,26 @@ class PluginRegistry:
             log.warning("%s plugin %r: bind(sessions) raised", loaded.category, loaded.name, exc_info=True)
             return replace(loaded, plugin=None, error=f"bind(sessions) failed: {type(exc).__name__}: {exc}")
         return loaded
+
+
+class _Unloaded:
+    """A candidate of the cascade, loaded only when the cascade asks whether it can be used."""
+
+    def __init__(self, registry: PluginRegistry, category_name: str, name: str) -> None:
+        self.name = name
+        self._registry, self._category = registry, category_name
+
+    def _load(self) -> LoadedPlugin:
+        return self._registry._named(self._category, self.name)
+
+    @property
+    def loaded(self) -> bool:
+        return self._load().loaded
+
+    @property
+    def error(self) -> str | None:
+        return self._load().error
+
+    @property
+    def configured(self) -> bool:
+        return self._load().configured
