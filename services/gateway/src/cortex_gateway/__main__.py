@@ -2,7 +2,9 @@
 client closes for good (exit code 1, for its supervisor to restart it)."""
 
 import logging
+import signal
 import sys
+from types import FrameType
 
 import uvicorn
 from uvicorn.config import STARTUP_FAILURE
@@ -18,6 +20,12 @@ from cortex_telemetry.logs import configure_logging
 from cortex_telemetry.tracing import configure_tracing
 
 log = logging.getLogger("cortex_gateway")
+
+
+def _stopped(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM outside uvicorn's serving: before it, the end; after its clean stop (uvicorn sends the signal it
+    caught to this handler again), exit 0 rather than die of the signal, with the traces flushed on the way."""
+    raise SystemExit(0)
 
 
 def main() -> int:
@@ -37,7 +45,7 @@ def main() -> int:
 
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(settings, on_nats_lost=stop_serving),
+            create_app(settings, on_nats_lost=stop_serving, stopping=lambda: server.should_exit),
             host=settings.host,
             port=settings.port,
             log_config=None,
@@ -47,6 +55,7 @@ def main() -> int:
             http=ProblemHttpProtocol,  # httptools, with unparsable requests answered as problems
         )
     )
+    signal.signal(signal.SIGTERM, _stopped)
     watch_lifeline()  # its SIGTERM is uvicorn's clean stop (a signal before uvicorn starts ends it at once)
     try:
         server.run()

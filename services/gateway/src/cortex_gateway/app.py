@@ -1,5 +1,7 @@
 """The FastAPI application. `create_app` builds nothing until the lifespan starts."""
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -15,16 +17,32 @@ from cortex_gateway.routes import entries, health, memory, notes, plugins
 from cortex_gateway.settings import GatewaySettings
 from cortex_gateway.strict_query import refuse_unknown_query
 from cortex_messaging.buckets import Buckets
-from cortex_messaging.connection import connect, disconnect
+from cortex_messaging.connection import StoppedBeforeConnected, connect, disconnect
 from cortex_messaging.streams import ensure_streams
 from cortex_plugins import PluginRegistry
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_telemetry.heap import freeze_startup_heap
 
+log = logging.getLogger(__name__)
+STOP_POLL_SECONDS = 0.1  # as often as uvicorn's own loop looks at its `should_exit`
 
-def create_app(settings: GatewaySettings, *, on_nats_lost: Callable[[], None] | None = None) -> FastAPI:
+
+async def _stop_when(stopping: Callable[[], bool], stop: asyncio.Event) -> None:
+    while not stopping():  # noqa: ASYNC110 — uvicorn's `should_exit` is a flag, set in a signal handler
+        await asyncio.sleep(STOP_POLL_SECONDS)
+    stop.set()
+
+
+def create_app(
+    settings: GatewaySettings,
+    *,
+    on_nats_lost: Callable[[], None] | None = None,
+    stopping: Callable[[], bool] = lambda: False,
+) -> FastAPI:
     """`on_nats_lost`: called if the NATS client closes for good (cortex_messaging.connection); the server
-    should stop then, to be restarted: every request that needs NATS would fail until it is."""
+    should stop then, to be restarted: every request that needs NATS would fail until it is. `stopping`: True
+    once the server is told to stop (uvicorn's `should_exit`); while NATS cannot be reached at start, the
+    lifespan gives up then instead of trying for ever (uvicorn handles no signal before its lifespan ends)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -32,7 +50,20 @@ def create_app(settings: GatewaySettings, *, on_nats_lost: Callable[[], None] | 
         # (autocommit, asyncpg's own pool: access.py), and sessions for the rest (plugin listing, readiness).
         engine = make_engine(settings.database_url, pool_size=2)
         access_pool = await make_access_pool(settings.database_url, size=6)
-        nc = await connect(settings.nats_url, name="cortex-gateway", on_lost=on_nats_lost)
+        stop = asyncio.Event()
+        watch = asyncio.create_task(_stop_when(stopping, stop))
+        try:
+            nc = await connect(settings.nats_url, name="cortex-gateway", on_lost=on_nats_lost, stop=stop)
+        except StoppedBeforeConnected as exc:
+            log.info("%s", exc)
+            nc = None
+        finally:
+            watch.cancel()
+        if nc is None:  # nothing to serve: uvicorn binds, sees that it must stop, and stops
+            await access_pool.close()
+            await engine.dispose()
+            yield
+            return
         js = nc.jetstream()
         await ensure_streams(js)
         app.state.resources = Resources(settings, engine, make_sessionmaker(engine), nc, js, access_pool, Buckets(js))
