@@ -6,9 +6,11 @@ This function does both in one call, so the gateway needs one statement on an au
 
 - it resolves the slug; no such organization → no row;
 - it binds that organization (`cortex.organization_id`, as `cortex_store.tenancy` does) before it reads
-  `org_members` or `api_keys`, so their row-level security still applies; the function's own
-  `SET cortex.organization_id` clause confines the binding to the call (whatever the caller had bound
-  is restored on exit, and nothing outlives the statement on a pooled connection);
+  `org_members` or `api_keys`, so their row-level security still applies; the binding lasts until the
+  caller's transaction ends (the gateway's is the statement, so nothing outlives it on a pooled
+  connection). Revision 0021 edited this text: a `SET cortex.organization_id = ''` clause confined the
+  binding to the call, but PostgreSQL 15+ lets only a superuser (or a role granted it) create a function
+  that pins a setting no extension defines, so this migration failed for a managed database's owner;
 - it returns the organization's id and tenant and the caller's role (and the key's id for an API
   key) for a live membership (`deleted_at IS NULL`) or an unrevoked key; anything else → no row, so a
   non-member cannot tell an existing organization from a missing one.
@@ -36,7 +38,6 @@ CREATE FUNCTION cortex_caller_access(p_slug text, p_user_id text, p_key_hash tex
 RETURNS TABLE (organization_id uuid, tenant_id text, role member_role, api_key_id uuid)
 LANGUAGE plpgsql SECURITY DEFINER
 SET search_path = public, pg_temp
-SET cortex.organization_id = ''
 AS $$
 DECLARE
     org organizations%ROWTYPE;

@@ -14,8 +14,10 @@ PostgreSQL, so the indexer calls each once, on an autocommit connection:
   its tags, citations, passages and BM25 postings, and stage the `document.indexed` report in the
   outbox. True when written; false for a duplicate event or a version not newer than the stored one.
 
-Both run as the caller (row-level security applies) and bind the document's organization for their
-own duration only (the `SET` clause restores the caller's binding on exit). Refusals raise with their
+Both run as the caller (row-level security applies) and bind the document's organization until the
+caller's transaction ends: call them alone (autocommit, as the indexer does) or in a transaction bound to
+that organization. (Revision 0021 edited this text: a `SET` clause that confined the binding to the call
+needs a superuser to create on PostgreSQL 15+.) Refusals raise with their
 own SQLSTATE, which the indexer maps: `CXORG` unknown organization (retried: catalog events race KB
 events), `CXOWN` the id is another organization's document (dead-lettered), `CXSPC` the index moved to
 another embedding space (written again lexical-only).
@@ -48,7 +50,7 @@ CREATE FUNCTION cortex_document_prior(
     p_consumer text, p_event_id text, p_organization uuid, p_document uuid, p_version bigint,
     p_want_embeddings boolean
 ) RETURNS jsonb
-LANGUAGE plpgsql SET cortex.organization_id = '' AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
     stored record;
 BEGIN
@@ -82,7 +84,7 @@ CREATE FUNCTION cortex_index_document(
     p_headings text[], p_texts text[], p_hashes text[], p_vectors real[], p_dimension integer, p_space_model text,
     p_report_subject text, p_report_id text, p_report bytea
 ) RETURNS boolean
-LANGUAGE plpgsql SET cortex.organization_id = '' AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
     doc kb_documents := jsonb_populate_record(NULL::kb_documents, p_document);
     stored record;

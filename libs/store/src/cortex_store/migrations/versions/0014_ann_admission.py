@@ -19,6 +19,8 @@ a shared graph whose walks for a big organization wade through everyone else's v
 Organizations already over the bound (5,000, the services' default) are admitted here, with the old
 index dropped first so their passages are not inserted into it again.
 
+Revision 0021 edited the functions' texts here: see there.
+
 Revision ID: 0014
 Revises: 0013
 """
@@ -39,7 +41,7 @@ ADMIT_OVER = 5000  # the services' default `exact_scan_max_chunks`
 
 ENTER_FUNCTION = f"""
 CREATE FUNCTION cortex_enter_ann(p_organization uuid, p_min_chunks integer) RETURNS boolean
-LANGUAGE plpgsql SET cortex.organization_id = '' AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
     admitted boolean;
 BEGIN
@@ -110,7 +112,7 @@ CREATE OR REPLACE FUNCTION cortex_index_document(
     p_headings text[], p_texts text[], p_hashes text[], p_vectors real[], p_dimension integer, p_space_model text,
     p_report_subject text, p_report_id text, p_report bytea
 ) RETURNS boolean
-LANGUAGE plpgsql SET cortex.organization_id = '' AS $$
+LANGUAGE plpgsql AS $$
 DECLARE
     doc kb_documents := jsonb_populate_record(NULL::kb_documents, p_document);
     stored record;

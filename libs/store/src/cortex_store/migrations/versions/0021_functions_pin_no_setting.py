@@ -1,0 +1,49 @@
+"""No function pins `cortex.organization_id`: a managed database's owner can run every migration.
+
+Four functions were created with `SET cortex.organization_id = ''` (`cortex_caller_access`,
+`cortex_document_prior`, `cortex_index_document`, `cortex_enter_ann`): the clause restored the caller's
+binding when the call ended. PostgreSQL 15+ lets only a superuser, or a role granted `SET` on that
+parameter, create a function that pins a setting no extension defines, and the managed services' admin
+roles are neither and often cannot grant it: `cortex migrate` failed there at revision 0011.
+
+The revisions that created them (0011, 0013, 0014) were edited, though released, since as written they
+cannot run for such an owner; this one removes the clause where they had already run with it. Each
+function binds the organization as its first step and leaves it bound until the caller's transaction
+ends, which is what its callers want: each calls it alone, in autocommit (the gateway, the indexer), or
+in a transaction bound to that same organization (the indexer's Qdrant path, the ANN admission).
+
+Revision ID: 0021
+Revises: 0020
+"""
+
+from alembic import op
+
+revision = "0021"
+down_revision = "0020"
+branch_labels = None
+depends_on = None
+
+# `ALTER FUNCTION … RESET` needs the same privilege as the clause: only where the clause is.
+UNPIN = """
+DO $$
+DECLARE
+    pinned regprocedure;
+BEGIN
+    FOR pinned IN
+        SELECT p.oid::regprocedure FROM pg_proc p
+        WHERE p.proname IN ('cortex_caller_access', 'cortex_document_prior', 'cortex_index_document',
+                            'cortex_enter_ann')
+          AND EXISTS (SELECT 1 FROM unnest(p.proconfig) setting WHERE setting LIKE 'cortex.organization_id=%')
+    LOOP
+        EXECUTE format('ALTER FUNCTION %s RESET "cortex.organization_id"', pinned);
+    END LOOP;
+END $$
+"""
+
+
+def upgrade() -> None:
+    op.execute(UNPIN)
+
+
+def downgrade() -> None:
+    pass  # revision 0020, as edited, pins nothing either
