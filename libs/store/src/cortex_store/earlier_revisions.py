@@ -1,7 +1,8 @@
 """Statements as an earlier migration wrote them, for a later one that replaces or restores them.
 
-A migration is never edited once released, so its text is a stable source: a function body restated by
-hand in every revision that touches it would be a second copy to keep equal.
+A migration is not edited once released (revision 0021 says why three were), so its text is a stable
+source: a function body restated by hand in every revision that touches it would be a second copy to keep
+equal.
 """
 
 import importlib.util
