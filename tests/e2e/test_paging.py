@@ -70,3 +70,82 @@ async def test_a_search_pages_through_every_match_once(org: Org, documents: list
 
     assert [len(page) for page in found] == [10, 10, 5]
     assert sorted(document_id for page in found for document_id in page) == sorted(documents)
+
+
+MANY = 120
+WORDS = [
+    "river",
+    "forest",
+    "meadow",
+    "harbor",
+    "canyon",
+    "glacier",
+    "desert",
+    "island",
+    "valley",
+    "summit",
+    "marsh",
+    "delta",
+]
+
+
+@pytest.fixture
+async def many(org: Org, js: JetStreamContext, nats_client: NATS) -> list[str]:
+    """120 documents that all match 'capybara', each with other words: the legs rank them differently."""
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+    base = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+    ids = [uuid.uuid4() for _ in range(MANY)]
+    for i, document_id in enumerate(ids):
+        words = " ".join(WORDS[(i * k) % len(WORDS)] for k in (1, 3, 7))
+        body = f"Capybara {'capybara ' * (i % 4)}seen by the {words} on day {i}."
+        event = upsert_event(
+            org.id,
+            document_id,
+            title=f"Field note {i}",
+            body=body,
+            version=1,
+            updatedAt=(base + timedelta(minutes=i)).isoformat(),
+        )
+        await publish_upsert(js, event)
+    for document_id in ids:
+        await watcher.wait_for(document_id, 1)
+    await watcher.stop()
+    return [str(document_id) for document_id in ids]
+
+
+async def items_of(client: httpx.AsyncClient, params: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every item of every page, following nextCursor."""
+    found: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        response = await client.get("/api/memory", params={**params, **({"cursor": cursor} if cursor else {})})
+        assert response.status_code == 200, response.text
+        found.extend(response.json()["items"])
+        cursor = response.json().get("nextCursor")
+        if cursor is None:
+            return found
+        assert len(found) <= 2 * MANY, "the cursor never ends"
+
+
+async def test_a_hybrid_searchs_pages_are_slices_of_one_ranking(org: Org, many: list[str]) -> None:
+    """Before (QA 30): each page fused legs cut at the depth it needed, a ranking of its own; over 120
+    matches, pages of 10 repeated 13 documents and never showed 20."""
+    found = await items_of(org.member, {"q": "capybara river", "limit": 10})
+    first = (await org.member.get("/api/memory", params={"q": "capybara river", "limit": 10})).json()["items"]
+
+    ids = [item["id"] for item in found]
+    assert len(ids) == len(set(ids)), "a document on two pages"
+    assert len(ids) >= 50  # each leg's best 50, fused
+    scores = [item["score"] for item in found]
+    assert scores == sorted(scores, reverse=True)
+    assert ids[:10] == [item["id"] for item in first]
+
+
+async def test_a_search_newest_first_pages_once_through_its_ranking(org: Org, many: list[str]) -> None:
+    found = await items_of(org.member, {"q": "capybara river", "limit": 10, "sort": "updated"})
+
+    ids = [item["id"] for item in found]
+    assert len(ids) == len(set(ids)), "a document on two pages"
+    assert len(ids) >= 50
+    updated = [item["updatedAt"] for item in found]
+    assert updated == sorted(updated, reverse=True)

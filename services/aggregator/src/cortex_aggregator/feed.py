@@ -28,10 +28,13 @@ from cortex_contracts.vector_store import VectorStore
 from cortex_store.database import driver_connection
 from cortex_store.org_reads import OrgReads, org_reads
 
-# Each leg's depth for the first pages. bench.quality's CISI hybrid nDCG@10: 0.4445 at 50, 0.4428 at 100;
-# at 50 the HNSW walk is half as wide (bench.search at 10k: PostgreSQL ~5 ms a search, ~6.7 at 100).
+# Each leg's depth: bench.quality's CISI hybrid nDCG@10: 0.4445 at 50, 0.4428 at 100; at 50 the HNSW walk
+# is half as wide (bench.search at 10k: PostgreSQL ~5 ms a search, ~6.7 at 100). A search's first page sets
+# it (deeper for a page of more than 50) and its cursor carries it: every page is a slice of one ranking.
+# Fusion over legs cut at another depth is another ranking, so pages that each went as deep as they needed
+# repeated some documents and skipped others (QA 30).
 CANDIDATES_PER_LEG = 50
-MAX_SEARCH_DEPTH = 1000  # deepest result a search pages to
+MAX_DEPTH = 1000  # what a signed cursor may carry: more than any first page sets
 
 
 @dataclass(frozen=True)
@@ -196,9 +199,12 @@ async def _search(
 ) -> FeedPage:
     assert request.q is not None
     offset = state.get("o", 0) if state else 0
-    if not isinstance(offset, int) or not 0 <= offset <= MAX_SEARCH_DEPTH:
+    if not isinstance(offset, int):
         raise BadCursor("cursor is not valid")
-    depth = max(CANDIDATES_PER_LEG, offset + request.limit + 1)
+    depth = state.get("d", offset + request.limit + 1) if state else request.limit + 1  # "d": since QA 30
+    if not isinstance(depth, int) or not 0 <= offset <= 2 * depth <= 2 * MAX_DEPTH:
+        raise BadCursor("cursor is not valid")
+    depth = max(CANDIDATES_PER_LEG, depth)
     use_dense = ctx.embed_query is not None and request.mode is not RetrievalMode.LEXICAL
     query_vector = start_embedding(ctx.embed_query if use_dense else None, request.q)
     with abandoned_if_unused(query_vector):
@@ -246,8 +252,9 @@ async def _ranked_page(
     page: list[MemoryItem] = [
         items.to_item(rows[doc], _snippet(rows[doc]), score) for doc, score in window if doc in rows
     ]
-    has_more = len(fused) > offset + request.limit and offset + request.limit < MAX_SEARCH_DEPTH
-    next_cursor = ctx.cursors.encode({"k": _query_key(request), "o": offset + request.limit}) if has_more else None
+    has_more = len(fused) > offset + request.limit
+    next_state = {"k": _query_key(request), "o": offset + request.limit, "d": depth}
+    next_cursor = ctx.cursors.encode(next_state) if has_more else None
     return FeedPage(items=page, next_cursor=next_cursor)
 
 
