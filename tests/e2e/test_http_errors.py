@@ -121,6 +121,49 @@ async def test_a_url_longer_than_the_parser_takes_is_a_400_problem(org: Org) -> 
     assert "longer than 64 KiB" in json.loads(body)["detail"]
 
 
+async def raw_exchange(org: Org, request: bytes) -> tuple[bytes, dict[str, Any]]:
+    """Send bytes as they are; the answer's head and its problem document."""
+    url = org.member.base_url
+    reader, writer = await asyncio.open_connection(url.host, url.port)
+    writer.write(request)
+    answer = await asyncio.wait_for(reader.read(), 30)
+    writer.close()
+    head, body = answer.split(b"\r\n\r\n", 1)
+    return head, json.loads(body)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        f"X-Big: {'a' * 4 * 2**20}\r\n",  # before (QA 30): 200, and other requests waited behind it
+        "".join(f"X-H{i}: v\r\n" for i in range(101)),
+    ],
+    ids=["a 4 MiB header", "101 headers"],
+)
+async def test_a_request_head_too_large_is_a_431_problem(org: Org, headers: str) -> None:
+    head, problem = await raw_exchange(org, f"GET /healthz HTTP/1.1\r\nHost: x\r\n{headers}\r\n".encode())
+
+    assert head.startswith(b"HTTP/1.1 431 "), head
+    assert b"content-type: application/problem+json" in head.lower()
+    assert problem["status"] == 431
+    assert "over 128 KiB or has over 100 headers" in problem["detail"]
+
+
+async def test_a_request_with_a_body_in_the_same_packets_as_its_head_is_taken(org: Org) -> None:
+    """The head's bound counts the head only: a 512 KiB body sent with it reaches the app."""
+    body = b'{"content": "' + b"a" * 512 * 1024 + b'"}'
+    head, problem = await raw_exchange(
+        org,
+        b"POST /api/memory/entries HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        + b"Content-Length: "
+        + str(len(body)).encode()
+        + b"\r\nConnection: close\r\n\r\n"
+        + body,
+    )
+
+    assert (head.split(b" ")[1], problem["status"]) == (b"401", 401), head  # no credentials: the app's answer
+
+
 async def test_a_member_may_not_add_notes(org: Org) -> None:
     response = await org.member.post("/api/memory/documents", json={"title": "Mine", "body": "Not allowed."})
 
