@@ -344,3 +344,12 @@ async def test_health_and_readiness_answer_head_probes(anonymous: httpx.AsyncCli
 
     assert (health.status_code, health.content) == (200, b"")
     assert (ready.status_code, ready.content) == (200, b"")
+
+
+@pytest.mark.parametrize(("method", "path"), [("GET", "/api/memory/"), ("POST", "/api/memory/entries/")])
+async def test_a_path_with_a_trailing_slash_is_a_404_problem_not_a_redirect(org: Org, method: str, path: str) -> None:
+    """Before (QA 30): a 307 to the path without it, on the host the request's `Host` header named."""
+    response = await org.member.request(method, path, headers={"Host": "evil.example"}, json={"content": "x"})
+
+    assert "location" not in response.headers
+    assert_problem(response, 404)

@@ -82,6 +82,7 @@ def create_app(
         summary="Organization-wide memory: search and browse everything an organization knows.",
         version="0.1.0",
         lifespan=lifespan,
+        redirect_slashes=False,  # a 307 to the path without "/" names the request's Host: a 404 problem instead
     )
     install_problem_handlers(app)
     app.include_router(health.router)
