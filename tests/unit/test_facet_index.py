@@ -63,7 +63,7 @@ def _values(facet: str, doc: dict[str, Any], *, counting: bool) -> set[Any]:
     if facet == "type":
         return {doc["doc_class"]} - {None}
     if facet == "work":
-        return ({work} & set(CATALOG.works)) if counting else ({work} - {None})
+        return {work} - {None}  # counted whether the catalog holds the Work or not, as the filter matches it
     if facet == "mission":
         return ({mission} & set(CATALOG.missions)) if counting else ({mission} - {None})
     if facet == "team":

@@ -288,7 +288,9 @@ class OrgIndex:
         return np.bincount(self._pair_tag[positions], minlength=len(self.tags))
 
     def _catalog_counts(self, facet: str, per_work: NDArray[np.int64]) -> Counted:
-        """Work, Mission and Team counts from the documents counted per Work; live catalog entries only."""
+        """Work, Mission and Team counts from the documents counted per Work. Every Work a document names
+        counts, as the Work filter matches it, even one the catalog does not hold (not yet, or no longer: its
+        label is then its id); Missions and Teams are the catalog's live ones."""
         links = self._links()[facet]
         totals = np.bincount(links.targets, weights=per_work[links.works], minlength=len(links.keys))
         return Counted(facet, [(links.keys[i], links.labels[i], int(totals[i])) for i in totals.nonzero()[0]])
@@ -299,7 +301,7 @@ class OrgIndex:
         if self._links_for != (id(self.catalog), len(self.works)):
             catalog = self.catalog
             pairs = {
-                "work": [(work, work) for work in catalog.works],
+                "work": [(work, work) for work in self.works.values if work is not None],
                 "mission": [(work, m) for work, (_, m) in catalog.works.items() if m in catalog.missions],
                 "team": [(work, team) for work, team in catalog.owners if team in catalog.teams],
             }

@@ -6,11 +6,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from cortex_contracts.rpc import Stats, StatsRequest
 from cortex_store.tenancy import org_transaction
 
-# Works counted as the Work facet shows them: those the catalog holds (a document may name any id).
+# Works counted as the Work facet shows them: every Work a document names, in the catalog or not (yet).
 DOCUMENT_STATS = text("""
-SELECT count(*) AS documents, count(DISTINCT w.id) AS works, max(d.last_indexed_at) AS last_indexed_at
+SELECT count(*) AS documents, count(DISTINCT d.work_id) AS works, max(d.last_indexed_at) AS last_indexed_at
 FROM kb_documents d
-LEFT JOIN works w ON w.id = d.work_id AND w.organization_id = d.organization_id AND w.deleted_at IS NULL
 WHERE d.organization_id = :org AND d.deleted_at IS NULL
 """)
 MEMORY_ENTRIES = text("SELECT count(*) FROM memory_entry WHERE organization_id = :org")
