@@ -185,6 +185,25 @@ async def test_an_invalid_note_is_422(org: Org, note: dict[str, Any]) -> None:
     assert assert_problem(response, 422)["errors"]
 
 
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/memory/entries", b'{"content": "a", "content": "b"}'),
+        ("/api/memory/entries", b'{"content": "a", "metadata": {"k": 1, "\\u006b": 2}}'),  # an escape counts
+        ("/api/memory/documents", b'{"title": "t", "body": "b", "title": "u"}'),
+    ],
+)
+async def test_a_body_whose_json_repeats_a_key_is_422(org: Org, path: str, body: bytes) -> None:
+    """Before (QA 30): 202, the last value kept; other parsers keep the first (an event that repeats one is
+    dead-lettered)."""
+    response = await org.admin.post(path, content=body, headers={"Content-Type": "application/json"})
+
+    errors = assert_problem(response, 422)["errors"]
+    assert [(error["type"], error["loc"]) for error in errors] == [("json_invalid", ["body"])]
+    assert "repeats" in errors[0]["msg"]
+    assert (await org.member.get("/api/memory/stats")).json()["memoryEntries"] == 0
+
+
 @pytest.mark.parametrize("content", ["", "   ", "\n\t ", "\u200b\u200b", "\ufeff\u200d "])  # zero-width: invisible
 async def test_an_entry_without_text_is_422(org: Org, content: str) -> None:
     response = await org.member.post("/api/memory/entries", json={"content": content, "partition": "semantic"})

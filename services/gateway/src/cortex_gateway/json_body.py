@@ -1,12 +1,15 @@
-"""Request bodies are JSON: a request that says it sends something else gets 415, not 422s about its fields."""
+"""Request bodies are JSON: a request that says it sends something else gets 415, not 422s about its fields;
+one whose JSON repeats a key gets 422, as an event that does is dead-lettered."""
 
 from typing import Any
 
 from fastapi import Request
 
+from cortex_contracts.json_keys import describe, repeated_keys
 from cortex_gateway.problems import Problem
 from cortex_gateway.routes.responses import problem
 
+INVALID = "The request is not valid."  # as every 422's detail
 UNSUPPORTED_MEDIA_TYPE: dict[int | str, dict[str, Any]] = {415: problem("The body is not sent as application/json")}
 
 
@@ -17,6 +20,8 @@ async def json_content(request: Request) -> None:
     cost a worker-thread hop per request."""
     media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json")):
+        if keys := repeated_keys(await request.body()):  # FastAPI kept the last value of each
+            raise Problem(422, INVALID, errors=[{"loc": ["body"], "msg": describe(keys), "type": "json_invalid"}])
         return
     detail = f"Send the body as JSON with Content-Type: application/json (this request's: {media_type or 'none'})."
     raise Problem(415, detail, headers={"Accept": "application/json"})

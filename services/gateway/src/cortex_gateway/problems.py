@@ -21,13 +21,20 @@ class Problem(Exception):
     """Raise to answer with a problem document."""
 
     def __init__(
-        self, status: int, detail: str, *, title: str | None = None, headers: dict[str, str] | None = None
+        self,
+        status: int,
+        detail: str,
+        *,
+        title: str | None = None,
+        headers: dict[str, str] | None = None,
+        errors: list[dict[str, object]] | None = None,
     ) -> None:
         super().__init__(detail)
         self.status = status
         self.title = title or HTTPStatus(status).phrase
         self.detail = detail
         self.headers = headers
+        self.errors = errors
 
 
 def problem_response(
@@ -63,7 +70,9 @@ def problem_document(
 def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(Problem)
     async def on_problem(request: Request, exc: Problem) -> JSONResponse:
-        return problem_response(request, exc.status, exc.detail, title=exc.title, headers=exc.headers)
+        return problem_response(
+            request, exc.status, exc.detail, title=exc.title, headers=exc.headers, errors=exc.errors
+        )
 
     @app.exception_handler(RequestValidationError)
     async def on_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
