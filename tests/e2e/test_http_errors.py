@@ -107,6 +107,23 @@ async def test_unknown_parameters_are_422_naming_the_first_ten(org: Org) -> None
     assert detail.endswith("'p0009' and 1990 more.")  # before: all 2,000 names, 17 KB
 
 
+@pytest.mark.parametrize(
+    ("path", "query"),
+    [("/api/memory", "q=%FF%FE"), ("/api/memory", "tag=%ED%A0%80"), ("/api/memory/recall", "q=caf%E9")],
+)
+async def test_a_query_string_that_is_not_utf8_is_422(org: Org, path: str, query: str) -> None:
+    """Before (QA 30): each bad byte read as U+FFFD, and a 200 for a query nobody sent."""
+    response = await org.member.get(f"{path}?{query}")
+
+    assert "not UTF-8" in assert_problem(response, 422)["detail"]
+
+
+async def test_a_query_string_in_utf8_is_taken(org: Org) -> None:
+    response = await org.member.get("/api/memory?q=caf%C3%A9+%F0%9F%98%80&tag=%E2%82%AC")
+
+    assert response.status_code == 200, response.text
+
+
 async def test_a_url_longer_than_the_parser_takes_is_a_400_problem(org: Org) -> None:
     # Over httpx's own limit (64 KiB), so sent by hand.
     url = org.member.base_url

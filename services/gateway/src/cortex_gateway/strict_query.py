@@ -1,9 +1,11 @@
 """Refuse query parameters a route does not declare: a misspelt filter (`?tags=`) must not be
 silently ignored and answered with an unfiltered page. Likewise a single-valued parameter given twice
-(`?agentId=a&agentId=b`): answering for one of them would silently ignore the other."""
+(`?agentId=a&agentId=b`): answering for one of them would silently ignore the other. And a query string that
+is not UTF-8 once percent-decoded (`q=%FF`): Starlette reads each bad byte as U+FFFD, a query nobody sent."""
 
 from types import UnionType
 from typing import Any, Union, get_args, get_origin
+from urllib.parse import unquote_to_bytes
 
 from fastapi import Request
 from fastapi.dependencies.models import Dependant
@@ -37,7 +39,17 @@ def _declared(route: APIRoute) -> dict[str, bool]:
     return cached
 
 
+def _utf8(query: bytes) -> bool:
+    try:
+        unquote_to_bytes(query).decode("utf-8")  # strict: lone surrogates (`%ED%A0%80`) are refused too
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 async def refuse_unknown_query(request: Request) -> None:
+    if not _utf8(request.scope.get("query_string", b"")):
+        raise Problem(422, "The query string is not UTF-8 once percent-decoded.")
     route = request.scope.get("route")
     if not isinstance(route, APIRoute):
         return
