@@ -6,11 +6,11 @@ This function does both in one call, so the gateway needs one statement on an au
 
 - it resolves the slug; no such organization → no row;
 - it binds that organization (`cortex.organization_id`, as `cortex_store.tenancy` does) before it reads
-  `org_members` or `api_keys`, so their row-level security still applies; the binding lasts until the
-  caller's transaction ends (the gateway's is the statement, so nothing outlives it on a pooled
-  connection). Revision 0021 edited this text: a `SET cortex.organization_id = ''` clause confined the
-  binding to the call, but PostgreSQL 15+ lets only a superuser (or a role granted it) create a function
-  that pins a setting no extension defines, so this migration failed for a managed database's owner;
+  `org_members` or `api_keys`, so their row-level security still applies, and binds again what the
+  caller had bound before it returns (nothing outlives the call, on a pooled connection or in the
+  caller's transaction). Revision 0021 edited this text: a `SET cortex.organization_id = ''` clause did
+  that, but PostgreSQL 15+ lets only a superuser (or a role granted it) create a function that pins a
+  setting no extension defines, so this migration failed for a managed database's owner;
 - it returns the organization's id and tenant and the caller's role (and the key's id for an API
   key) for a live membership (`deleted_at IS NULL`) or an unrevoked key; anything else → no row, so a
   non-member cannot tell an existing organization from a missing one.
@@ -41,6 +41,7 @@ SET search_path = public, pg_temp
 AS $$
 DECLARE
     org organizations%ROWTYPE;
+    caller_binding text := coalesce(current_setting('cortex.organization_id', true), '');
 BEGIN
     IF (p_user_id IS NULL) = (p_key_hash IS NULL) THEN
         RAISE EXCEPTION 'cortex_caller_access needs exactly one of a user id and an API key hash';
@@ -61,6 +62,8 @@ BEGIN
             FROM api_keys k
             WHERE k.organization_id = org.id AND k.key_hash = p_key_hash AND k.revoked_at IS NULL;
     END IF;
+    -- What the caller had bound, bound again (an assignment, which leaves FOUND as RETURN QUERY set it).
+    caller_binding := set_config('cortex.organization_id', caller_binding, true);
 END $$
 """
 

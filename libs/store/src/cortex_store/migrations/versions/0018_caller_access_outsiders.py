@@ -22,13 +22,14 @@ down_revision = "0017"
 branch_labels = None
 depends_on = None
 
+# Revision 0021 edited these, with 0011's text: the caller's binding is bound again at the end.
 END_BEFORE = """    END IF;
-END $$"""
+    -- What the caller had bound"""
 END_NOW = """    END IF;
     IF NOT FOUND THEN  -- the organization exists; this caller is not let in
         RETURN QUERY SELECT org.id, org.tenant_id, NULL::member_role, NULL::uuid;
     END IF;
-END $$"""
+    -- What the caller had bound"""
 
 
 def _earlier() -> str:

@@ -6,17 +6,22 @@ binding when the call ended. PostgreSQL 15+ lets only a superuser, or a role gra
 parameter, create a function that pins a setting no extension defines, and the managed services' admin
 roles are neither and often cannot grant it: `cortex migrate` failed there at revision 0011.
 
-The revisions that created them (0011, 0013, 0014) were edited, though released, since as written they
-cannot run for such an owner; this one removes the clause where they had already run with it. Each
-function binds the organization as its first step and leaves it bound until the caller's transaction
-ends, which is what its callers want: each calls it alone, in autocommit (the gateway, the indexer), or
-in a transaction bound to that same organization (the indexer's Qdrant path, the ANN admission).
+The revisions that created them (0011, 0013, 0014, and 0018's edit) were edited, though released,
+since as written they cannot run for such an owner; this one removes the clause where they had already
+run with it, and creates `cortex_caller_access` again as those now do.
+- `cortex_caller_access` (SECURITY DEFINER, and called by the gateway) saves the caller's binding and binds
+  it again before it returns, as the clause did.
+- The indexer's three bind the organization as their first step and leave it bound until the caller's
+  transaction ends, which is what their callers want: each calls them alone, in autocommit, or in a
+  transaction bound to that same organization (the Qdrant path, the ANN admission).
 
 Revision ID: 0021
 Revises: 0020
 """
 
 from alembic import op
+
+from cortex_store.earlier_revisions import function, statement
 
 revision = "0021"
 down_revision = "0020"
@@ -41,9 +46,18 @@ END $$
 """
 
 
+def _caller_access() -> str:
+    """As revision 0018 made it, from the texts as edited."""
+    earlier = function("0011_caller_access.py", "CALLER_ACCESS_FUNCTION")
+    before, now = (statement("0018_caller_access_outsiders.py", name) for name in ("END_BEFORE", "END_NOW"))
+    assert earlier.count(before) == 1, "the earlier revision's function is not the text this one edits"
+    return earlier.replace(before, now)
+
+
 def upgrade() -> None:
     op.execute(UNPIN)
+    op.execute(_caller_access())  # where it ran without the clause's restore, with it
 
 
 def downgrade() -> None:
-    pass  # revision 0020, as edited, pins nothing either
+    pass  # revision 0020, as edited, pins nothing either, and its `cortex_caller_access` is this one
