@@ -5,6 +5,7 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
+from http import HTTPStatus
 from typing import Any
 
 import httpx
@@ -26,6 +27,7 @@ def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
     assert response.headers["content-type"].split(";")[0] == "application/problem+json"
     body: dict[str, Any] = response.json()
     assert body["status"] == status
+    assert body["title"] == HTTPStatus(status).phrase  # RFC 9457 §4.2.1 (before, QA 30: "Not found", "Invalid cursor")
     for field in ("type", "title", "detail"):
         assert isinstance(body[field], str)
         assert body[field]

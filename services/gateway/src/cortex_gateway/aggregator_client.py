@@ -37,7 +37,7 @@ def reply_result(payload: bytes, reply_model: type[Reply[Any]]) -> Any:
     reply = reply_model.model_validate_json(payload)
     if reply.error is not None:
         status = reply.error.status if 400 <= reply.error.status < 500 else 502
-        raise Problem(status, reply.error.detail, title=reply.error.title)
+        raise Problem(status, reply.error.detail)  # titled by its status, as every `about:blank` problem
     if reply.result is None:
         raise Problem(502, "The search service sent an empty reply.")
     return reply.result

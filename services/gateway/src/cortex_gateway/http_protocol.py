@@ -11,11 +11,10 @@ uvicorn answers the first in plain text and has no bound for the second; every o
 """
 
 import asyncio
-import json
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from cortex_gateway.problems import PROBLEM_JSON, problem_document
+from cortex_gateway.problems import PROBLEM_JSON, problem_bytes
 
 UNPARSABLE = "The request cannot be parsed as HTTP, or its request line (the URL) is longer than 64 KiB."
 MAX_HEAD_BYTES = 128 * 1024
@@ -75,7 +74,7 @@ class ProblemHttpProtocol(HttpToolsProtocol):
         asyncio.get_running_loop().call_later(LINGER_SECONDS, self.transport.close)
 
     def _send_problem(self, status: int, detail: str) -> None:
-        body = json.dumps(problem_document(status, detail)).encode()
+        body = problem_bytes(status, detail)  # no `instance`: the request's path is not known
         head = [b"HTTP/1.1 " + str(status).encode() + b" " + REASONS[status]]
         head += [name + b": " + value for name, value in self.server_state.default_headers]
         head += [

@@ -6,7 +6,6 @@ gets up to N times the configured rate.
 """
 
 import hashlib
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -14,14 +13,14 @@ from dataclasses import dataclass
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from cortex_gateway.problems import PROBLEM_JSON, problem_document
+from cortex_gateway.problems import PROBLEM_JSON, problem_bytes
 
 
 async def _send_problem(
     scope: Scope, send: Send, status: int, detail: str, headers: dict[str, str] | None = None
 ) -> None:
     """The same problem document as the app's own (title, instance), sent before the app sees the request."""
-    body = json.dumps(problem_document(status, detail, instance=scope["path"])).encode()
+    body = problem_bytes(status, detail, instance=scope["path"])
     raw_headers = [(b"content-type", PROBLEM_JSON.encode()), (b"content-length", str(len(body)).encode())]
     raw_headers += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
     await send({"type": "http.response.start", "status": status, "headers": raw_headers})

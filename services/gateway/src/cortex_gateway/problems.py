@@ -67,6 +67,11 @@ def problem_document(
     return body
 
 
+def problem_bytes(status: int, detail: str, *, instance: str | None = None) -> bytes:
+    """A problem document as the app's JSONResponse writes it, for answers sent before the app sees the request."""
+    return bytes(JSONResponse(problem_document(status, detail, instance=instance)).body)
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(Problem)
     async def on_problem(request: Request, exc: Problem) -> JSONResponse:
