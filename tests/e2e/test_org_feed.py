@@ -197,3 +197,23 @@ async def test_the_work_facet_and_stats_count_every_work_documents_name(
     assert {v["value"]: v["count"] for v in selected}[str(unknown)] == len(listed) == 2
     stats = (await org.member.get("/api/memory/stats")).json()
     assert (stats["documentsIndexed"], stats["worksCovered"]) == (3, 2)
+
+
+async def test_a_tag_spelt_with_a_combining_accent_is_the_same_tag(
+    org: Org, js: JetStreamContext, nats_client: NATS
+) -> None:
+    """Before (QA 30): "café" with é and with e + U+0301 were two facet values, and a filter found one."""
+    composed, decomposed = "caf\u00e9", "cafe\u0301"
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+    documents = {uuid.uuid4(): composed, uuid.uuid4(): decomposed}
+    for document, tag in documents.items():
+        await publish_upsert(js, upsert_event(org.id, document, title="doc", body="text", version=1, tags=[tag]))
+    for document in documents:
+        await watcher.wait_for(document, 1)
+    await watcher.stop()
+
+    tags = (await org.member.get("/api/memory/facets")).json()["tag"]
+    assert [(v["value"], v["count"]) for v in tags] == [(composed, 2)]
+    for spelling in (composed, decomposed):
+        listed = (await org.member.get("/api/memory", params={"tag": spelling})).json()["items"]
+        assert {item["id"] for item in listed} == {str(document) for document in documents}

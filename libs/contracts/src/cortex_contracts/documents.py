@@ -1,15 +1,24 @@
 """Knowledge-base document events: upserted, deleted, and the indexer's `indexed`."""
 
+import unicodedata
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated
 from uuid import UUID
 
-from pydantic import Field, StrictInt, StringConstraints, model_validator
+from pydantic import AfterValidator, Field, StrictInt, StringConstraints, model_validator
 
 from cortex_contracts.base import BIGINT_MAX, NO_NUL, WireModel
 
-Tag = Annotated[str, StringConstraints(min_length=1, max_length=64, strip_whitespace=True, pattern=NO_NUL)]
+
+def nfc(text: str) -> str:
+    """One spelling for what looks the same: "café" typed as é or as e + U+0301 is one tag (QA 30: two)."""
+    return unicodedata.normalize("NFC", text)
+
+
+Tag = Annotated[
+    str, StringConstraints(min_length=1, max_length=64, strip_whitespace=True, pattern=NO_NUL), AfterValidator(nfc)
+]
 MAX_BODY_CHARS = 1024 * 1024
 
 TYPE_DOCUMENT_UPSERTED = "kb.document.upserted"

@@ -5,9 +5,10 @@ from enum import StrEnum
 from typing import Annotated, Generic, TypeVar
 from uuid import UUID
 
-from pydantic import Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints
 
 from cortex_contracts.base import NO_NUL, WireModel
+from cortex_contracts.documents import nfc
 from cortex_contracts.memory import AgentMemories, EntryFound, Recalled
 from cortex_contracts.memory_item import ItemStatus, MemoryItem
 
@@ -40,7 +41,9 @@ class FeedFilters(WireModel):
     team: list[UUID] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Team ids.")
     source: list[FilterText] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Sources.")
     status: list[ItemStatus] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Statuses.")
-    tag: list[FilterText] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Tags.")
+    tag: list[Annotated[FilterText, AfterValidator(nfc)]] = Field(
+        default_factory=list, max_length=MAX_FILTER_VALUES, description="Tags (as stored: Unicode NFC)."
+    )
 
 
 class FeedRequest(WireModel):
