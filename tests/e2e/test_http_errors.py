@@ -232,6 +232,14 @@ async def test_an_entry_without_text_is_422(org: Org, content: str) -> None:
     assert (await org.member.get("/api/memory/stats")).json()["memoryEntries"] == 0
 
 
+@pytest.mark.parametrize("q", ["   ", "\u200b"])
+async def test_a_blank_recall_is_422(org: Org, q: str) -> None:
+    """Before (QA 30): a 200 with whatever entries; the feed reads a blank `q` as none, recall needs one."""
+    response = await org.member.get("/api/memory/recall", params={"q": q})
+
+    assert [error["loc"] for error in assert_problem(response, 422)["errors"]] == [["query", "q"]]
+
+
 @pytest.mark.parametrize(
     ("metadata", "reason"),
     [

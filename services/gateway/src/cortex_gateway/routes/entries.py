@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy import select
 
 from cortex_contracts import subjects
-from cortex_contracts.base import NO_NUL
+from cortex_contracts.base import NO_NUL, is_blank
 from cortex_contracts.envelope import new_envelope
 from cortex_contracts.json_metadata import JsonMetadata
 from cortex_contracts.memory import (
@@ -198,6 +198,13 @@ async def recall(
     session_id: Annotated[str | None, Query(alias="sessionId", max_length=200, pattern=NO_NUL)] = None,
     agent_id: Annotated[str | None, Query(alias="agentId", max_length=200, pattern=NO_NUL)] = None,
 ) -> Response:
+    if is_blank(q):  # the feed reads a blank `q` as none; recall has no "none" to answer with
+        blank: dict[str, object] = {
+            "loc": ["query", "q"],
+            "msg": "q is blank: give what to recall",
+            "type": "value_error",
+        }
+        raise Problem(422, "The request is not valid.", errors=[blank])
     request = RecallRequest(
         organization_id=caller.organization_id,
         q=q,
