@@ -252,6 +252,8 @@ async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_a
     assert await lexical_ids(org.member, after) == [str(good_id)]
     assert (await search_ids(org.member, after))[0] == str(good_id)
     assert await lexical_ids(org.member, hidden) == []
+    stats = (await org.member.get("/api/memory/stats")).json()
+    assert (stats["documentsIndexed"], stats["documentsFailed"]) == (1, len(reasons))  # before: 8 indexed
 
     letters = await read_dead_letters(js, org.id, len(reasons))
     by_upload = {json.loads(letter.record["payload"])["data"]["uploadId"]: letter for letter in letters}

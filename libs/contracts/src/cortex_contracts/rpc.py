@@ -91,7 +91,8 @@ class StatsRequest(WireModel):
 
 
 class Stats(WireModel):
-    documents_indexed: int = Field(ge=0)
+    documents_indexed: int = Field(ge=0, description="Documents, notes and uploads that can be found.")
+    documents_failed: int = Field(default=0, ge=0, description="Uploads whose file could not be read.")
     concepts_synthesized: int = Field(ge=0)
     works_covered: int = Field(ge=0)
     memory_entries: int = Field(ge=0)

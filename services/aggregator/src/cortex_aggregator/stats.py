@@ -8,7 +8,8 @@ from cortex_store.tenancy import org_transaction
 
 # Works counted as the Work facet shows them: every Work a document names, in the catalog or not (yet).
 DOCUMENT_STATS = text("""
-SELECT count(*) AS documents, count(DISTINCT d.work_id) AS works, max(d.last_indexed_at) AS last_indexed_at
+SELECT count(*) FILTER (WHERE d.status <> 'failed') AS documents, count(*) FILTER (WHERE d.status = 'failed') AS failed,
+       count(DISTINCT d.work_id) AS works, max(d.last_indexed_at) AS last_indexed_at
 FROM kb_documents d
 WHERE d.organization_id = :org AND d.deleted_at IS NULL
 """)
@@ -22,6 +23,7 @@ async def stats(sessions: async_sessionmaker[AsyncSession], request: StatsReques
     # Concepts arrive with the synthesizer (not built yet): none exist.
     return Stats(
         documents_indexed=row.documents,
+        documents_failed=row.failed,
         concepts_synthesized=0,
         works_covered=row.works,
         memory_entries=entries,
