@@ -28,8 +28,13 @@ class ItemStatus(StrEnum):
 
 
 class MemoryItem(WireModel):
-    id: UUID = Field(description="Item id (document, entry or concept id).")
-    kind: ItemKind = Field(description="What sort of knowledge the item is.")
+    id: UUID = Field(description="The document's id (of a KB document, an org note or an upload).")
+    kind: ItemKind = Field(
+        description=(
+            "What sort of knowledge the item is: `document`, `note` or `upload` today. `memory` and `concept` are "
+            "reserved: agent memory entries are reached through recall, and concepts arrive with the synthesizer."
+        )
+    )
     title: str = Field(description="Display title.")
     snippet: str = Field(description="A short excerpt, the best-matching passage when searching.")
     doc_class: str | None = Field(default=None, description="Document class.")
