@@ -36,7 +36,14 @@ class Slow:
     seconds: float
 
 
-Behaviour = Ok | Status | Slow
+@dataclass(frozen=True)
+class Answer:
+    """This vector for every input: another dimension, NaN, infinity or zeros."""
+
+    vector: list[float]
+
+
+Behaviour = Ok | Status | Slow | Answer
 
 
 def bag_of_words(text: str, dimension: int, seed: str) -> list[float]:
@@ -118,7 +125,13 @@ class FakeEmbeddingServer:
                     return
                 model = str(body.get("model", ""))
                 data = [
-                    {"object": "embedding", "index": i, "embedding": bag_of_words(text, fake.dimension, model)}
+                    {
+                        "object": "embedding",
+                        "index": i,
+                        "embedding": behaviour.vector
+                        if isinstance(behaviour, Answer)
+                        else bag_of_words(text, fake.dimension, model),
+                    }
                     for i, text in enumerate(body["input"])
                 ]
                 with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (a timeout)

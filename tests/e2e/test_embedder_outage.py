@@ -25,7 +25,7 @@ from cortex_indexer.bootstrap import Indexer
 from cortex_indexer.settings import IndexerSettings
 from cortex_store.database import make_engine
 from cortex_store.models import MemberRole
-from tests.embedding_server import FakeEmbeddingServer
+from tests.embedding_server import Answer, FakeEmbeddingServer
 from tests.events import IndexedWatcher, publish_remembered, publish_upsert, remembered_event, upsert_event
 from tests.infrastructure import Infrastructure
 from tests.own_database import on_database, own_database
@@ -189,6 +189,44 @@ async def test_documents_are_indexed_lexical_only_while_the_embedder_is_down_the
             await eventually(found_semantically)
         finally:
             fake.stop()
+
+
+async def test_answers_of_another_dimension_at_start_neither_switch_the_index_nor_stick(
+    database: Databases, own_nats: NATS
+) -> None:
+    """No dimension configured (the default). Before (QA 29): a restarted indexer whose first answer had another
+    length switched the index to it, clearing every stored embedding, then refused every right answer; an
+    aggregator whose first query vector had another length answered lexical-only until restarted."""
+    fake = FakeEmbeddingServer(dimension=32).start()
+    org_id = await new_org(database)
+    space = "SELECT model || '/' || dimension FROM embedding_space WHERE active"
+    vectors = "SELECT count(*) FROM kb_chunks WHERE embedding IS NOT NULL"
+    wrong = Answer([1.0] * 8)
+    try:
+        async with indexer(database, own_nats, endpoint(fake, "fake-a", dimension=None)):
+            first = await publish_pricing(own_nats, org_id)
+        embedded_before = await scalar(database, vectors)
+        assert (await scalar(database, space), embedded_before > 0) == ("fake-a/32", True)
+
+        fake.script.extend([wrong] * 3)
+        async with (
+            indexer(database, own_nats, endpoint(fake, "fake-a", dimension=None)),
+            aggregator(database, own_nats, endpoint(fake, "fake-a", dimension=None, max_retries=0)),
+        ):
+            assert await scalar(database, space) == "fake-a/32"
+            assert await scalar(database, vectors) >= embedded_before  # nothing cleared
+            second = await publish_pricing(own_nats, org_id)
+            await eventually(lambda: scalar(database, "SELECT embedded FROM kb_documents WHERE id = :id", id=second))
+            fake.script.append(wrong)  # the next query vector: lexical-only for it, not for good
+
+            async def found_semantically() -> bool:
+                found = await search(own_nats, org_id, STOP_WORDS_QUERY, RetrievalMode.SEMANTIC)
+                return set(found) == {first, second}
+
+            await eventually(found_semantically)
+            assert await scalar(database, space) == "fake-a/32"
+    finally:
+        fake.stop()
 
 
 async def test_a_new_embedding_model_re_embeds_the_index_and_search_never_mixes_models(

@@ -24,7 +24,7 @@ from cortex_embedding.openai_compatible import (
     OpenAIEmbedderSettings,
     retry_after_seconds,
 )
-from tests.embedding_server import FakeEmbeddingServer, Slow, Status, bag_of_words
+from tests.embedding_server import Answer, FakeEmbeddingServer, Slow, Status, bag_of_words
 
 MODEL = "fake-embed"
 
@@ -151,7 +151,9 @@ def test_nothing_listening_is_unavailable() -> None:
         embedder(f"http://127.0.0.1:{free_port('127.0.0.1')}/v1", max_retries=1).embed(["hello"])
 
 
-def test_dimension_is_discovered_by_a_call_and_then_enforced(server: FakeEmbeddingServer) -> None:
+def test_dimension_is_discovered_by_a_call_and_enforced_once_configured_or_expected(
+    server: FakeEmbeddingServer,
+) -> None:
     discovering = embedder(server.base_url)
     assert discovering.known_dimension is None
     assert discovering.dimension == 16
@@ -159,6 +161,37 @@ def test_dimension_is_discovered_by_a_call_and_then_enforced(server: FakeEmbeddi
 
     with pytest.raises(InvalidEmbeddingResponse, match="length 16, expected 8"):
         embedder(server.base_url, dimension=8).embed(["hello"])
+    discovering.expect_dimension(8)  # the index's, once its indexer has adopted it
+    with pytest.raises(InvalidEmbeddingResponse, match="length 16, expected 8"):
+        discovering.embed(["hello"])
+
+
+def test_one_answer_of_another_length_does_not_set_the_dimension(server: FakeEmbeddingServer) -> None:
+    """Before (QA 29): the first answer's length was kept, and every right answer after a wrong one refused."""
+    discovering = embedder(server.base_url)
+    server.script.append(Answer([1.0] * 8))
+
+    assert discovering.dimension == 8
+    assert [len(vector) for vector in discovering.embed(["hello", "world"])] == [16, 16]
+    assert discovering.known_dimension is None
+
+
+@pytest.mark.parametrize(
+    ("vector", "why"),
+    [
+        ([math.nan] + [1.0] * 15, "NaN or infinite"),
+        ([math.inf] + [1.0] * 15, "NaN or infinite"),
+        ([1e200] * 16, "NaN or infinite"),  # its squares overflow: no length to divide by
+        ([0.0] * 16, "a vector of zeros"),
+    ],
+)
+def test_a_vector_without_a_direction_is_refused(server: FakeEmbeddingServer, vector: list[float], why: str) -> None:
+    """Before (QA 29): NaN was normalized into a vector of NaN, which PostgreSQL refuses: documents failed every
+    delivery and searches answered 502; zeros were stored as embedded."""
+    server.script.append(Answer(vector))
+
+    with pytest.raises(InvalidEmbeddingResponse, match=why):
+        embedder(server.base_url, dimension=16).embed(["hello"])
 
 
 def test_api_key_and_dimensions_are_sent(server: FakeEmbeddingServer) -> None:

@@ -89,8 +89,14 @@ def retry_after_seconds(value: str | None, now: datetime | None = None) -> float
 
 
 def normalized(vector: list[float]) -> list[float]:
+    """Of unit length. A vector with NaN or infinite values, or all zeros, is refused: it has no direction,
+    and PostgreSQL refuses NaN (QA 29: every document then failed its deliveries, every search a 502)."""
     norm = math.sqrt(math.fsum(x * x for x in vector))
-    return vector if norm == 0 else [x / norm for x in vector]
+    if not math.isfinite(norm):
+        raise InvalidEmbeddingResponse("a vector with NaN or infinite values")
+    if norm == 0:
+        raise InvalidEmbeddingResponse("a vector of zeros")
+    return [x / norm for x in vector]
 
 
 def _detail(response: httpx.Response) -> str:
@@ -116,16 +122,22 @@ class OpenAICompatibleEmbedder:
 
     @property
     def dimension(self) -> int:
-        """The configured dimension, or the one the endpoint answers with (a blocking call the first time)."""
-        if self._dimension is None:
-            self.embed([DIMENSION_PROBE])
-        assert self._dimension is not None
-        return self._dimension
+        """The configured (or expected) dimension, else the length the endpoint answers with now: a blocking
+        call, not kept. One answer does not set it for good (QA 29: an endpoint that answered wrong once at
+        start had every right answer after it refused): `expect_dimension` does."""
+        if self._dimension is not None:
+            return self._dimension
+        return len(self.embed([DIMENSION_PROBE])[0])
 
     @property
     def known_dimension(self) -> int | None:
-        """The dimension if configured or already seen, without calling the endpoint."""
+        """The dimension if configured or expected, without calling the endpoint."""
         return self._dimension
+
+    def expect_dimension(self, dimension: int) -> None:
+        """From now on refuse vectors of another length: the index's dimension, where none is configured."""
+        if self.settings.dimension is None:
+            self._dimension = dimension
 
     def embed(self, texts: list[str]) -> list[list[float]]:
         vectors: list[list[float]] = []
@@ -214,11 +226,10 @@ class OpenAICompatibleEmbedder:
             raise InvalidEmbeddingResponse(f"not an embeddings response: {exc!r}") from exc
         if len(vectors) != expected:
             raise InvalidEmbeddingResponse(f"{len(vectors)} vectors for {expected} inputs")
+        expected = self._dimension or (len(vectors[0]) if vectors else 0)
         for vector in vectors:
-            if self._dimension is None:
-                self._dimension = len(vector)
-            if len(vector) != self._dimension:
-                raise InvalidEmbeddingResponse(f"a vector of length {len(vector)}, expected {self._dimension}")
+            if len(vector) != expected:
+                raise InvalidEmbeddingResponse(f"a vector of length {len(vector)}, expected {expected}")
         return [normalized(vector) for vector in vectors]
 
 

@@ -86,9 +86,18 @@ def superseded(space: EmbeddingSpace, now_in: str = "another embedding space") -
 
 
 async def adopt(sessions: async_sessionmaker[AsyncSession], embedder: BatchingEmbedder, space: EmbeddingSpace) -> bool:
-    """Make the index's space this copy's. False when the dimension cannot be learnt yet (endpoint down)."""
+    """Make the index's space this copy's. False when the dimension cannot be learnt yet (endpoint down).
+
+    With no dimension configured, the index's own is this model's when the index records this model: an
+    endpoint's answer does not switch the index to another dimension of the same model (QA 29: one wrong
+    answer at start cleared every stored embedding). To change a model's dimension, configure it."""
+    inner = embedder.embedder
     if space.dimension is None:
-        inner = embedder.embedder
+        async with sessions() as session:
+            recorded = (await session.execute(ACTIVE)).first()
+        if recorded is not None and recorded.model == space.model:
+            space.dimension = int(recorded.dimension)
+    if space.dimension is None:
         health = getattr(inner, "health", None)
         reason = await health() if health is not None else None
         if reason is not None:  # one quick probe, rather than a start-up held up by every retry
@@ -101,6 +110,8 @@ async def adopt(sessions: async_sessionmaker[AsyncSession], embedder: BatchingEm
             return False
     async with sessions() as session, session.begin():
         switched = bool(await session.scalar(SWITCH, {"model": space.model, "dimension": space.dimension}))
+    if (expect := getattr(inner, "expect_dimension", None)) is not None:
+        expect(space.dimension)  # an answer of another length is refused: indexed lexical-only, backfilled later
     space.adopted = True
     if switched:
         log.warning(
