@@ -6,6 +6,7 @@ JWKS URL and the default rate limits; it shares PostgreSQL, NATS and the aggrega
 
 import asyncio
 import json
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -353,9 +354,11 @@ async def test_rs256_tokens_are_verified_against_the_jwks(
 
 async def test_a_token_over_its_rate_limit_gets_429_with_retry_after(idp: IdentityProvider, org: Org) -> None:
     burst = GatewaySettings.model_fields["rate_limit_burst"].default
+    per_second = GatewaySettings.model_fields["rate_limit_per_minute"].default / 60
     assert burst == 60  # the gateway under test runs the defaults
     headers = dict(org.member.headers)  # the member's HS256 token and scope, sent to the second gateway
     async with httpx.AsyncClient(base_url=idp.base_url, timeout=30, headers=headers) as client:
+        started = time.monotonic()
         responses = await asyncio.gather(*(client.get("/api/memory/stats") for _ in range(burst + 20)))
         statuses = [r.status_code for r in responses]
         assert set(statuses) <= {200, 429}, statuses
@@ -365,12 +368,15 @@ async def test_a_token_over_its_rate_limit_gets_429_with_retry_after(idp: Identi
             assert int(limited.headers["retry-after"]) >= 1
         # The same credential written otherwise is still spent (the scheme is case-insensitive, spaces vary).
         token = org.member.headers["Authorization"].split(" ", 1)[1]
-        spellings = [f"bearer {token}", f"BEARER {token}", f"Bearer  {token}"] * 7
+        spellings = [f"bearer {token}", f"BEARER {token}", f"Bearer  {token}"] * 20
         respelled = await asyncio.gather(
             *(client.get("/api/memory/stats", headers={"Authorization": written}) for written in spellings)
         )
-        # A token or two may have been refilled meanwhile (10 a second); a bucket of their own would give 60.
-        assert [r.status_code for r in respelled].count(429) >= len(spellings) - 5
+        # One bucket lets through its burst plus what refilled meanwhile (the machine may be slow, so the
+        # refill is measured, not guessed); a bucket per spelling would let all 60 respelled requests through.
+        refilled = per_second * (time.monotonic() - started)
+        answered = statuses.count(200) + [r.status_code for r in respelled].count(200)
+        assert answered <= burst + refilled + 1, (answered, refilled)
         # Another credential has a bucket of its own.
         admin = await client.get("/api/memory/stats", headers={"Authorization": org.admin.headers["Authorization"]})
         assert admin.status_code == 200, admin.text

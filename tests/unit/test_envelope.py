@@ -131,6 +131,22 @@ def test_parse_delivery_rejects_a_subject_of_another_organization() -> None:
         parse_delivery(subjects.kb_document_upserted(other), envelope().to_wire(), deliveries=1)
 
 
+def test_parse_delivery_reads_the_subject_organization_in_any_letter_case() -> None:
+    upper = subjects.kb_document_upserted(ORG).replace(str(ORG), str(ORG).upper())
+
+    delivery = parse_delivery(upper, envelope().to_wire(), deliveries=1)
+
+    assert delivery.event.orgid == ORG
+
+
+@pytest.mark.parametrize("spelling", ["{%s}", "urn:uuid:%s", "%s-"])
+def test_parse_delivery_rejects_a_subject_organization_spelt_otherwise(spelling: str) -> None:
+    subject = subjects.kb_document_upserted(ORG).replace(str(ORG), spelling % ORG.hex)
+
+    with pytest.raises(PoisonMessage, match="differs from event orgid"):
+        parse_delivery(subject, envelope().to_wire(), deliveries=1)
+
+
 @pytest.mark.parametrize("subject", ["kb", f"kb.{ORG}"])
 def test_parse_delivery_rejects_a_subject_without_organization_and_action(subject: str) -> None:
     with pytest.raises(PoisonMessage, match="no organization token"):

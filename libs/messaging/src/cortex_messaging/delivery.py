@@ -2,6 +2,7 @@
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from uuid import UUID
 
 from pydantic import ValidationError
 
@@ -40,6 +41,15 @@ def _refuse_duplicate_keys(payload: bytes) -> None:
         raise PoisonMessage(f"invalid event envelope: {describe(keys)}")
 
 
+def _names(org_token: str, org_id: UUID) -> bool:
+    """Whether the subject's token is the organization's id: a UUID is read in any letter case (RFC 9562 §4),
+    as an upstream may write it."""
+    try:
+        return UUID(org_token) == org_id and len(org_token) == len(str(org_id))
+    except ValueError:
+        return False
+
+
 def parse_delivery(subject: str, payload: bytes, deliveries: int, *, final: bool = False) -> Delivery:
     try:
         event = Envelope.model_validate_json(payload)
@@ -50,7 +60,7 @@ def parse_delivery(subject: str, payload: bytes, deliveries: int, *, final: bool
         domain, org_token, action = split_org_subject(subject)
     except ValueError as exc:
         raise PoisonMessage(f"subject {subject!r} has no organization token") from exc
-    if org_token != str(event.orgid):
+    if not _names(org_token, event.orgid):
         raise PoisonMessage(f"subject organization {org_token!r} differs from event orgid {event.orgid}")
     if event.type != f"{domain}.{action}":  # `kb.<orgId>.document.upserted` carries `kb.document.upserted`
         raise PoisonMessage(f"event type {event.type!r} does not match its subject {subject!r}")
