@@ -6,6 +6,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from cortex_embedded_servers import EmbeddedNats, EmbeddedPostgres
+from cortex_embedded_servers.postgres import BIN_DIR
 
 pytestmark = [pytest.mark.timeout(120)] if importlib.util.find_spec("pytest_timeout") else []
 
@@ -131,6 +133,43 @@ def test_postgres_running_survives_a_pid_file_being_rewritten_and_sees_a_killed_
         postmaster.wait(timeout=30)
         assert not postgres.running()
     finally:
+        postgres.stop()
+
+
+def test_postgres_starts_again_after_its_postmaster_is_killed_during_a_long_query(tmp_path: Path) -> None:
+    data_dir = tmp_path / "pg"
+    postgres = EmbeddedPostgres(data_dir)
+    url = postgres.start()
+    asyncio.run(_sql(url, "CREATE TABLE kept (n int)", "INSERT INTO kept VALUES (7)"))
+    socket_dir = url.split("host=", 1)[1]
+    busy = subprocess.Popen(
+        [
+            str(BIN_DIR / "psql"),
+            f"--host={socket_dir}",
+            "--username=postgres",
+            "--dbname=postgres",
+            "--command=SELECT count(*) FROM generate_series(1, 1000000000)",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        postmaster = psutil.Process(_postmaster_pid(data_dir))
+        deadline = time.monotonic() + 30
+        while not any("SELECT" in " ".join(child.cmdline()) for child in postmaster.children()):
+            assert time.monotonic() < deadline, "the query never started"
+            time.sleep(0.05)
+        backends = postmaster.children()
+        postmaster.kill()
+        postmaster.wait(timeout=30)
+        assert not all(_is_gone(backend.pid) for backend in backends)  # the busy backend outlives it
+
+        url = postgres.start()  # before: "pre-existing shared memory block is still in use"
+
+        assert asyncio.run(_sql(url, "SELECT n FROM kept"))[0] == [(7,)]
+        assert all(_is_gone(backend.pid) for backend in backends)
+    finally:
+        busy.kill()
         postgres.stop()
 
 

@@ -30,6 +30,7 @@ with warnings.catch_warnings():
 
 _logger = logging.getLogger(__name__)
 
+BIN_DIR: Path = POSTGRES_BIN_PATH  # PostgreSQL's programs: postgres, pg_ctl, psql, pg_dump...
 _SERVER_SYSTEM_USER = "pgserver"
 _STOP_TIMEOUT_SECONDS = 60.0
 
@@ -65,6 +66,31 @@ def _discard_stale_pid_file(data_dir: Path) -> None:
     if pid_file.is_file() and _server_process(data_dir) is None:
         _logger.info("removing stale %s", pid_file)
         pid_file.unlink(missing_ok=True)
+
+
+def _end_orphans(data_dir: Path) -> None:
+    """End PostgreSQL processes left on ``data_dir`` by a postmaster that died (``kill -9``, the OOM killer).
+
+    A backend busy in a query notices its postmaster's death only at its next wait, and while it lives it
+    holds the old shared memory: a new server then refuses to start ("pre-existing shared memory block is
+    still in use"). Those processes are doomed anyway, and their work was never committed.
+    """
+    orphans = []
+    for process in psutil.process_iter(["name"]):
+        with contextlib.suppress(psutil.Error, OSError):
+            if (process.info["name"] or "").startswith("postgres") and Path(process.cwd()) == data_dir:
+                orphans.append(process)
+    if not orphans:
+        return
+    _logger.warning("ending %d PostgreSQL processes left by a server that died on %s", len(orphans), data_dir)
+    for process in orphans:
+        with contextlib.suppress(psutil.Error):
+            process.terminate()
+    _, alive = psutil.wait_procs(orphans, timeout=5)
+    for process in alive:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    psutil.wait_procs(alive, timeout=5)
 
 
 def _stop_server(data_dir: Path) -> bool:
@@ -195,6 +221,7 @@ class EmbeddedPostgres:
         if _server_process(self.data_dir) is None:
             # A cached handle for a server that has since stopped would be returned as is.
             _forget_handle(self.data_dir)
+            _end_orphans(self.data_dir)
             _discard_stale_pid_file(self.data_dir)
             if not (self.data_dir / "PG_VERSION").is_file():
                 _initialize(self.data_dir)
