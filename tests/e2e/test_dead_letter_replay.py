@@ -6,6 +6,7 @@ import asyncio
 import os
 import signal
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -203,6 +204,25 @@ async def test_each_replay_is_told_as_soon_as_it_is_done(js: JetStreamContext, m
         if letter.sequence <= numbers[-1]
     ]
     assert [(letter.sequence, letter.error) for letter in left] == [(numbers[2], "letter 2"), (numbers[3], "letter 3")]
+
+
+async def test_two_replays_at_once_send_each_letter_once(js: JetStreamContext, migrated: Infrastructure) -> None:
+    """Before: both published every letter, and the one that came second to delete it ended in a traceback."""
+    org_id = uuid.uuid4()
+    subject = subjects.kb_document_upserted(org_id)
+    for n in range(10):
+        await send_dead_letter(js, DeadLetter(subject, "tests", "poison message", f"letter {n}", 1, {}, b"{}"))
+    numbers = [letter.sequence for letter in await dead_letters.list_letters(migrated.nats_url, org_id)]
+    told: list[list[int]] = [[], []]
+
+    def teller(n: int) -> Callable[[dead_letters.Letter], None]:
+        return lambda letter: told[n].append(letter.sequence)
+
+    await asyncio.gather(*(dead_letters.replay_letters(migrated.nats_url, org_id, None, teller(n)) for n in (0, 1)))
+
+    assert sorted(told[0] + told[1]) == numbers  # each told by the replay that took it
+    stream = await js.stream_info(subjects.STREAM_KB, subjects_filter=subject)
+    assert (stream.state.subjects or {}).get(subject) == len(numbers)
 
 
 async def test_a_listing_into_a_closed_pipe_ends_quietly(

@@ -2,9 +2,10 @@
 (the organization created, the object uploaded, the embedder back): the DLQ keeps them 30 days.
 
 A replay publishes the original event, headers included, to its original subject, and then deletes the
-letter: if the event fails again it comes back as a new letter. The JetStream dedup id is left off, or a
-replay within two minutes of the original would be dropped as its duplicate; the indexer still handles
-each event id once. A letter that holds only the start of its event (cut to fit the DLQ) is not replayed.
+letter: if the event fails again it comes back as a new letter. The event's own JetStream dedup id is
+replaced by one naming the letter, or a replay within two minutes of the original would be dropped as its
+duplicate, while two replays run at once publish a letter once (the indexer also handles each event id
+once). A letter that holds only the start of its event (cut to fit the DLQ) is not replayed.
 """
 
 import base64
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from nats.js.api import RawStreamMsg
-from nats.js.errors import NotFoundError
+from nats.js.errors import APIError, NotFoundError
 from nats.js.manager import JetStreamManager
 
 from cortex_cli.unreachable import connect_nats
@@ -24,6 +25,8 @@ from cortex_contracts.subjects import DLQ_PREFIX, STREAM_DLQ
 from cortex_messaging.connection import disconnect
 
 DEDUP_HEADER = "Nats-Msg-Id"
+# JetStream's error codes for deleting a message already gone: "no message found", "sequence N not found"
+ALREADY_GONE = {10057, 10043}
 
 
 @dataclass(frozen=True)
@@ -55,6 +58,12 @@ def letter_from(raw: RawStreamMsg) -> Letter:
         payload=data if data is not None else payload.encode(),
         cut_from=int(record.get("originalPayloadBytes") or 0) if record.get("payloadTruncated") else None,
     )
+
+
+def _replay_id(letter: Letter) -> str:
+    """One per letter: its DLQ sequence, and its time should the DLQ stream be made anew."""
+    stored = letter.time.timestamp() if letter.time else 0
+    return f"cortex-dlq-replay-{letter.sequence}-{stored}"
 
 
 async def _letters(
@@ -101,8 +110,14 @@ async def replay_letters(
                 continue
             if letter.cut_from is None:
                 headers = {key: value for key, value in letter.headers.items() if key != DEDUP_HEADER}
-                await js.publish(letter.subject, letter.payload, headers=headers or None)
-                await manager.delete_msg(STREAM_DLQ, letter.sequence)
+                headers[DEDUP_HEADER] = _replay_id(letter)
+                await js.publish(letter.subject, letter.payload, headers=headers)
+                try:
+                    await manager.delete_msg(STREAM_DLQ, letter.sequence)
+                except APIError as err:
+                    if err.err_code not in ALREADY_GONE:
+                        raise
+                    continue  # another replay running at once took it
             found.append(letter)
             done(letter)
     finally:
