@@ -71,6 +71,31 @@ async def test_letters_are_listed_and_replayed_once_the_cause_is_fixed(
     assert kept.record["reason"] == "poison message"
 
 
+async def test_letters_naming_no_organization_are_listed_as_unowned(
+    org: Org, migrated: Infrastructure, js: JetStreamContext, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before: an event whose subject names no organization (no UUID, or no organization's) was dead-lettered
+    where no `cortex dlq list --org` could show it."""
+    mark = uuid.uuid4().hex[:12]
+    strays = [f"kb.not-an-org-{mark}.document.upserted", subjects.kb_document_upserted(uuid.uuid4())]
+    for subject in [*strays, subjects.kb_document_upserted(org.id)]:
+        await js.publish(subject, f"not an event {mark}".encode())
+    await read_dead_letters(js, org.id, 1)
+
+    async with asyncio.timeout(30):
+        while True:
+            assert await cli(migrated, ["dlq", "list", "--unowned"]) == 0
+            listed = [line.split()[2] for line in capsys.readouterr().out.splitlines() if line != "no dead letters"]
+            if all(subject in listed for subject in strays):
+                break
+            await asyncio.sleep(0.2)
+    assert subjects.kb_document_upserted(org.id) not in listed
+    for both_or_neither in (["dlq", "list"], ["dlq", "list", "--org", org.slug, "--unowned"]):
+        with pytest.raises(SystemExit) as usage:
+            await cli(migrated, both_or_neither)
+        assert usage.value.code == 2
+
+
 async def test_events_for_an_organization_created_late_are_replayed_to_it(
     services: RunningServices, migrated: Infrastructure, js: JetStreamContext, nats_client: NATS
 ) -> None:

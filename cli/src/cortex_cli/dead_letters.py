@@ -83,6 +83,36 @@ async def _letters(
         sequence = (raw.seq or sequence) + 1
 
 
+def _named_organization(subject: str) -> uuid.UUID | None:
+    """The organization an event subject names (`kb.<orgId>.…`), if it names one as the contracts write it."""
+    parts = subject.split(".", 2)
+    try:
+        org_id = uuid.UUID(parts[1])
+    except (IndexError, ValueError):
+        return None
+    return org_id if str(org_id) == parts[1] else None
+
+
+async def list_unowned_letters(nats_url: str, organization_ids: set[uuid.UUID]) -> list[Letter]:
+    """Letters no `--org` lists: their subject names no organization (no UUID there), or one not among these."""
+    nc = await connect_nats(nats_url)
+    unowned: list[Letter] = []
+    sequence = 1
+    try:
+        manager = nc.jsm()
+        while True:
+            try:
+                raw = await manager.get_msg(STREAM_DLQ, seq=sequence, subject=f"{DLQ_PREFIX}.>", next=True)
+            except NotFoundError:
+                return unowned
+            letter = letter_from(raw)
+            if _named_organization(letter.subject) not in organization_ids:
+                unowned.append(letter)
+            sequence = letter.sequence + 1
+    finally:
+        await nc.close()
+
+
 async def list_letters(nats_url: str, organization_id: uuid.UUID) -> list[Letter]:
     nc = await connect_nats(nats_url)
     try:

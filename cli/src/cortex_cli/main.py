@@ -15,7 +15,14 @@ from dotenv import load_dotenv
 from cortex_cli import config, dead_letters
 from cortex_cli.api_keys import create_key, list_keys, revoke_key
 from cortex_cli.ingest import IngestOptions, ingest_files
-from cortex_cli.organizations import InvalidSlug, UnknownOrganization, current_role, ensure_membership, organization_id
+from cortex_cli.organizations import (
+    InvalidSlug,
+    UnknownOrganization,
+    current_role,
+    ensure_membership,
+    organization_id,
+    organization_ids,
+)
 from cortex_cli.plugins import choose_plugin, list_plugins, render
 from cortex_cli.run_lock import AlreadyRunning, holding_run_lock
 from cortex_cli.unreachable import Unreachable, database_refusal, privilege_refusal
@@ -196,6 +203,10 @@ def _apikey(args: argparse.Namespace) -> int:
 
 def _dlq(args: argparse.Namespace) -> int:
     where = config.endpoints()
+    if args.dlq_command == "list" and args.unowned:
+        known = asyncio.run(organization_ids(where.database_url))
+        print(dead_letters.render(asyncio.run(dead_letters.list_unowned_letters(where.nats_url, known))))
+        return 0
     org = asyncio.run(organization_id(where.database_url, args.org))
     if args.dlq_command == "list":
         print(dead_letters.render(asyncio.run(dead_letters.list_letters(where.nats_url, org))))
@@ -315,7 +326,11 @@ def parser() -> argparse.ArgumentParser:
         "dlq", help="an organization's dead letters: list them, or send them again"
     ).add_subparsers(dest="dlq_command", required=True, metavar="COMMAND")
     dlq_list = dlq.add_parser("list", help="number, time, subject, reason and error of each, oldest first")
-    dlq_list.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
+    whose = dlq_list.add_mutually_exclusive_group(required=True)
+    whose.add_argument("--org", type=_text(SLUG_CHARS), help="organization slug")
+    whose.add_argument(
+        "--unowned", action="store_true", help="letters whose subject names no organization of this deployment"
+    )
     replay = dlq.add_parser(
         "replay", help="publish the events again (once their cause is fixed), then drop the letters"
     )

@@ -109,3 +109,13 @@ async def organization_id(database_url: str, slug: str) -> uuid.UUID:
     if org_id is None:
         raise UnknownOrganization(f"no organization {slug!r} (create it with `cortex token --create`)")
     return org_id
+
+
+async def organization_ids(database_url: str) -> set[uuid.UUID]:
+    """Every organization's id."""
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        async with make_sessionmaker(engine)() as session:
+            return set(await session.scalars(select(Organization.id)))
+    finally:
+        await engine.dispose()
