@@ -60,21 +60,21 @@ def upload_event(
 
 def remembered_event(
     org_id: uuid.UUID,
-    entry_id: uuid.UUID,
     content: str,
     *,
     partition: MemoryPartition = MemoryPartition.EPISODIC,
     **extra: Any,
 ) -> Envelope:
-    """An organization-tier memory entry remembered as an agent runtime would announce it."""
+    """An organization-tier memory entry remembered as an agent runtime would announce it (without an
+    `entryId`, unless `extra` names one: Cortex derives it); its subject is the entry's id."""
     payload = EntryRemembered(
-        entry_id=entry_id, organization_id=org_id, content=content, partition=partition, tier=MemoryTier.ORG, **extra
+        organization_id=org_id, content=content, partition=partition, tier=MemoryTier.ORG, **extra
     )
     return new_envelope(
         event_type=TYPE_ENTRY_REMEMBERED,
         source="tests/agent",
         org_id=org_id,
-        subject=str(entry_id),
+        subject=str(payload.id),
         data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
     )
 

@@ -181,7 +181,7 @@ async def test_a_large_event_of_non_ascii_text_is_dead_lettered_whole(org: Org, 
     """6 MB of "é" in a memory entry (too long to remember). Before: its letter, each "é" escaped to 6 bytes,
     was 18 MB, over NATS's max_payload (8 MB here): the event was redelivered every 30 s, for ever, and never
     reached the DLQ."""
-    entry = remembered_event(org.id, uuid.uuid4(), "to be replaced")
+    entry = remembered_event(org.id, "to be replaced")
     event = entry.model_copy(update={"data": entry.data | {"content": "é" * 3_000_000}})
     await publish_remembered(js, event)
 

@@ -146,9 +146,9 @@ def embedded_texts(server: FakeEmbeddingServer, word: str) -> list[str]:
 
 
 async def remember(nc: NATS, org_id: uuid.UUID, content: str) -> uuid.UUID:
-    entry_id = uuid.uuid4()
-    await publish_remembered(nc.jetstream(), remembered_event(org_id, entry_id, content))
-    return entry_id
+    event = remembered_event(org_id, content)
+    await publish_remembered(nc.jetstream(), event)
+    return uuid.UUID(str(event.subject))
 
 
 @pytest.mark.parametrize("dimension", [32, None], ids=["dimension configured", "dimension discovered"])

@@ -1,13 +1,12 @@
-"""`memory.<orgId>.entry.remembered` events whose entry id is taken, or whose time is out of bounds.
-
-An entry's id derives from its scope and content, so the same memory remembered twice is stored once.
-A publisher that chose its own ids could reuse one: the entry was acknowledged, logged as remembered,
-and stored nowhere. Now a reused id with other content is dead-lettered. Each organization's ids are its
-own: another organization's event under the same id is stored there, and tells it nothing.
+"""`memory.<orgId>.entry.remembered` events: the entry's id derives from its scope and content, so the same
+memory is one entry however it arrives; an event may leave the id out, and one that names another is
+dead-lettered. Before, the indexer took any `entryId`: the same memory published twice under two ids was
+two entries, recalled twice, and a reused id in another scope was acknowledged and stored nowhere.
 """
 
 import asyncio
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -24,31 +23,64 @@ from tests.events import publish_remembered, remembered_event
 pytestmark = pytest.mark.e2e
 
 
-async def remember(js: JetStreamContext, org_id: uuid.UUID, entry_id: uuid.UUID, content: str, **extra: Any) -> None:
-    event = remembered_event(org_id, entry_id, content, partition=MemoryPartition.SEMANTIC, **extra)
-    await publish_remembered(js, event)
+async def remember(js: JetStreamContext, org_id: uuid.UUID, content: str, **extra: Any) -> None:
+    await publish_remembered(js, remembered_event(org_id, content, partition=MemoryPartition.SEMANTIC, **extra))
 
 
-async def remembered_by_api(org: Any, content: str) -> uuid.UUID:
-    body = {"content": content, "partition": "semantic", "tier": "org"}
+async def remember_as_sent(js: JetStreamContext, org_id: uuid.UUID, content: str, **data: Any) -> None:
+    """As a publisher that sets fields the contract model would refuse to build: its own `entryId`."""
+    event = remembered_event(org_id, content, partition=MemoryPartition.SEMANTIC)
+    await publish_remembered(js, event.model_copy(update={"data": event.data | data}))
+
+
+async def remembered_by_api(org: Any, content: str, **scope: str) -> uuid.UUID:
+    body = {"content": content, "partition": "semantic", "tier": "org"} | scope
     response = await org.member.post("/api/memory/entries", params={"wait": "true"}, json=body)
-    assert response.status_code == 201, response.text
+    assert response.status_code in (200, 201), response.text
     return uuid.UUID(response.json()["id"])
 
 
-async def test_an_entry_id_reused_for_other_content_is_dead_lettered(
+async def test_the_same_memory_published_twice_and_posted_is_one_entry(
     make_org: OrgFactory, js: JetStreamContext
 ) -> None:
-    mine = await make_org()
-    taken = await remembered_by_api(mine, "The deploy freeze starts on Fridays at noon.")
+    org = await make_org()
+    content = "The walrus moults once a year."
 
-    await remember(js, mine.id, taken, "The deploy freeze starts on Fridays at noon.")  # the same: deduplicated
-    await remember(js, mine.id, taken, "Something else entirely.")
+    await remember(js, org.id, content)
+    await remember(js, org.id, content)
+    await recalled_eventually(org, "walrus moults", content)
+    response = await org.member.post(
+        "/api/memory/entries",
+        params={"wait": "true"},
+        json={"content": content, "partition": "semantic", "tier": "org"},
+    )
 
-    (letter,) = await read_dead_letters(js, mine.id, 1, stream="memory")
-    assert f"entryId {taken} already names another entry" in letter.record["error"]
-    recalled = await mine.member.get("/api/memory/recall", params={"q": "deploy freeze Fridays"})
-    assert [item["id"] for item in recalled.json()["items"]] == [str(taken)]
+    assert (response.status_code, response.json()["deduplicated"]) == (200, True)
+    recalled = await org.member.get("/api/memory/recall", params={"q": "walrus moults"})
+    assert [item["id"] for item in recalled.json()["items"]] == [response.json()["id"]]
+
+
+async def test_an_entry_id_not_derived_from_scope_and_content_is_dead_lettered(
+    make_org: OrgFactory, js: JetStreamContext
+) -> None:
+    org = await make_org()
+    taken = await remembered_by_api(org, "The deploy freeze starts on Fridays at noon.")
+    session_scope = {"tier": "session", "memorySessionId": "s-1"}
+    in_its_session = await remembered_by_api(org, "The deploy freeze starts on Fridays at noon.", **session_scope)
+
+    await remember_as_sent(js, org.id, "The deploy freeze starts on Fridays at noon.", entryId=str(taken))  # the same
+    await remember_as_sent(js, org.id, "Something else entirely.", entryId=str(taken))
+    await remember_as_sent(js, org.id, "A random id.", entryId=str(uuid.uuid4()))
+    await remember_as_sent(
+        js, org.id, "The deploy freeze starts on Fridays at noon.", entryId=str(taken), **session_scope
+    )
+
+    letters = await read_dead_letters(js, org.id, 3, stream="memory")
+    errors = sorted(letter.record["error"] for letter in letters)
+    assert all("is not the id of this content in this scope" in error for error in errors), errors
+    assert sum(str(in_its_session) in error for error in errors) == 1  # the letter names the id it would have
+    recalled = await org.member.get("/api/memory/recall", params={"q": "deploy freeze Fridays"})
+    assert sorted(item["id"] for item in recalled.json()["items"]) == sorted([str(taken), str(in_its_session)])
 
 
 async def test_another_organization_cannot_take_or_probe_an_entry_id(
@@ -63,20 +95,15 @@ async def test_another_organization_cannot_take_or_probe_an_entry_id(
     )
 
     # They publish, on their own subject, under ids they can predict: one this organization holds, one it
-    # is about to take. Before, the first was dead-lettered ("already names another entry": an answer to
-    # "do you hold this memory?") and the second blocked this organization's entry for good (504).
-    await remember(js, mine.id, held, "Probing for their staging schedule.")
-    await remember(js, theirs.id, predicted, "Claimed before they remember it.")
-    await recalled_eventually(theirs, "claimed before", "Claimed before they remember it.")
+    # is about to take. Each is refused for what it is (not its content's id), whatever the other holds.
+    await remember_as_sent(js, mine.id, "Probing for their staging schedule.", entryId=str(held))
+    await remember_as_sent(js, theirs.id, "Claimed before they remember it.", entryId=str(predicted))
 
+    for org, unlike in ((mine, held), (theirs, predicted)):
+        (letter,) = await read_dead_letters(js, org.id, 1, stream="memory")
+        assert f"entryId {unlike} is not the id of this content in this scope" in letter.record["error"]
     assert await remembered_by_api(mine, upcoming) == predicted
-    for org, q, expected in (
-        (mine, "release train Tuesdays", upcoming),
-        (mine, "staging schedule", "Probing for their staging schedule."),
-        (theirs, "staging cluster Monday", "The staging cluster is rebuilt every Monday."),
-    ):
-        await recalled_eventually(org, q, expected)
-    assert await read_dead_letters(js, mine.id, 0, stream="memory") == []
+    await recalled_eventually(theirs, "staging cluster Monday", "The staging cluster is rebuilt every Monday.")
 
 
 async def recalled_eventually(org: Any, q: str, content: str) -> None:
@@ -95,10 +122,23 @@ async def test_a_remembered_at_out_of_bounds_is_dead_lettered(
 ) -> None:
     org = await make_org()
 
-    await remember(js, org.id, uuid.uuid4(), "When was this?", remembered_at=remembered_at)
+    await remember_as_sent(js, org.id, "When was this?", rememberedAt=remembered_at)
 
     (letter,) = await read_dead_letters(js, org.id, 1, stream="memory")
     assert "rememberedAt" in letter.record["error"]
+
+
+async def test_an_event_time_out_of_bounds_is_dead_lettered(make_org: OrgFactory, js: JetStreamContext) -> None:
+    """Without `rememberedAt` the event's time is when the entry was remembered. Before: year 1 was stored as
+    `-infinity` and recalled as `0001-01-01T00:00:00` (no zone), and year 9999 as it came."""
+    org = await make_org()
+    event = remembered_event(org.id, "When was this?", partition=MemoryPartition.SEMANTIC)
+
+    for time in (datetime(1, 1, 1, tzinfo=UTC), datetime(9999, 12, 31, tzinfo=UTC)):
+        await publish_remembered(js, event.model_copy(update={"time": time, "id": str(uuid.uuid4())}))
+
+    letters = await read_dead_letters(js, org.id, 2, stream="memory")
+    assert sorted(letter.record["error"].split(" is ")[1][:6] for letter in letters) == ["ahead ", "before"]
 
 
 async def test_an_entry_of_only_invisible_characters_is_dead_lettered(
@@ -106,7 +146,7 @@ async def test_an_entry_of_only_invisible_characters_is_dead_lettered(
 ) -> None:
     org = await make_org()
 
-    event = remembered_event(org.id, uuid.uuid4(), "placeholder", partition=MemoryPartition.SEMANTIC)
+    event = remembered_event(org.id, "placeholder", partition=MemoryPartition.SEMANTIC)
     blank = event.model_copy(update={"data": {**event.data, "content": "\u200b\u200b"}})  # as a publisher sends it
 
     await publish_remembered(js, blank)  # before: stored, and recalled first for anything

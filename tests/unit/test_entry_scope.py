@@ -10,7 +10,6 @@ from cortex_contracts.memory import EntryRemembered
 
 def remembered(**scope: str) -> dict[str, str]:
     return {
-        "entryId": str(uuid.uuid4()),
         "organizationId": str(uuid.uuid4()),
         "content": "x",
         "partition": "semantic",
@@ -30,3 +29,31 @@ def test_other_tiers_need_no_work(tier: str) -> None:
 def test_a_work_tier_entry_names_its_work() -> None:
     work = uuid.uuid4()
     assert EntryRemembered.model_validate(remembered(tier="work", workId=str(work))).work_id == work
+
+
+def test_an_entry_without_an_id_gets_the_one_its_scope_and_content_derive() -> None:
+    entry = EntryRemembered.model_validate(remembered(tier="org"))
+    same_memory = EntryRemembered.model_validate(
+        remembered(tier="org") | {"organizationId": str(entry.organization_id)}
+    )
+    elsewhere = EntryRemembered.model_validate(
+        remembered(tier="session", memorySessionId="s-1") | {"organizationId": str(entry.organization_id)}
+    )
+
+    assert entry.entry_id is None
+    assert entry.id == same_memory.id != elsewhere.id
+
+
+def test_an_entry_id_its_scope_and_content_do_not_derive_is_refused_naming_the_one_they_do() -> None:
+    entry = EntryRemembered.model_validate(remembered(tier="org"))
+    assert (
+        EntryRemembered.model_validate(
+            remembered(tier="org") | {"organizationId": str(entry.organization_id), "entryId": str(entry.id)}
+        ).entry_id
+        == entry.id
+    )
+
+    with pytest.raises(ValidationError, match=f"is not the id of this content in this scope: {entry.id}"):
+        EntryRemembered.model_validate(
+            remembered(tier="org") | {"organizationId": str(entry.organization_id), "entryId": str(uuid.uuid4())}
+        )

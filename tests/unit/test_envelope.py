@@ -2,6 +2,7 @@
 
 import json
 import uuid
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -129,6 +130,29 @@ def test_parse_delivery_rejects_a_subject_of_another_organization() -> None:
 
     with pytest.raises(PoisonMessage, match="differs from event orgid"):
         parse_delivery(subjects.kb_document_upserted(other), envelope().to_wire(), deliveries=1)
+
+
+@pytest.mark.parametrize(
+    ("time", "refusal"),
+    [
+        ("0001-01-01T00:00:00Z", "before 1970"),
+        ("1969-12-31T23:59:59Z", "before 1970"),
+        ("9999-12-31T23:59:59Z", "ahead of this clock"),
+        ((datetime.now(UTC) + timedelta(hours=2)).isoformat(), "ahead of this clock"),
+    ],
+)
+def test_parse_delivery_refuses_an_event_time_no_clock_could_give(time: str, refusal: str) -> None:
+    """Before: stored as when the entry was remembered (`-infinity`, year 9999), or the document changed."""
+    wire = envelope().model_copy(update={"time": datetime.fromisoformat(time)}).to_wire()
+
+    with pytest.raises(PoisonMessage, match=refusal):
+        parse_delivery(subjects.kb_document_upserted(ORG), wire, deliveries=1)
+
+
+def test_parse_delivery_takes_an_event_time_a_little_ahead_or_long_past() -> None:
+    for time in (datetime.now(UTC) + timedelta(minutes=30), datetime(1999, 1, 1, tzinfo=UTC)):
+        wire = envelope().model_copy(update={"time": time}).to_wire()
+        assert parse_delivery(subjects.kb_document_upserted(ORG), wire, deliveries=1).event.time == time
 
 
 def test_parse_delivery_reads_the_subject_organization_in_any_letter_case() -> None:

@@ -66,7 +66,6 @@ def test_more_than_16_kib_is_refused() -> None:
 def test_the_event_contract_refuses_what_json_cannot_carry() -> None:
     """The indexer reads events with pydantic's JSON parser, which takes NaN: the contract refuses it."""
     entry = {
-        "entryId": "6a1f0c3d-9e2b-4f7a-8c5d-3b4e2a1f0d9c",
         "organizationId": "7a1f0c3d-9e2b-4f7a-8c5d-3b4e2a1f0d9c",
         "content": "remembered",
         "partition": "episodic",

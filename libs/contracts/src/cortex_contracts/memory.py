@@ -1,9 +1,11 @@
 """Agent memory: entries remembered by agents (or people), recalled by relevance and salience."""
 
+import hashlib
+import json
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Protocol, runtime_checkable
-from uuid import UUID
+from uuid import UUID, uuid5
 
 from pydantic import AfterValidator, Field, model_validator
 
@@ -13,6 +15,7 @@ from cortex_contracts.json_metadata import JsonMetadata
 MAX_ENTRY_CHARS = 8192
 TYPE_ENTRY_REMEMBERED = "memory.entry.remembered"
 MAX_RECALL_LIMIT = 100
+ENTRY_NAMESPACE = UUID("6a1f0c3d-9e2b-4f7a-8c5d-3b4e2a1f0d9c")
 
 
 class MemoryPartition(StrEnum):
@@ -57,8 +60,33 @@ def check_work_tier(tier: MemoryTier, work_id: UUID | None) -> None:
         raise ValueError("tier `work` needs a workId")
 
 
+def derive_entry_id(
+    organization_id: UUID,
+    tier: "MemoryTier",
+    partition: "MemoryPartition",
+    work_id: UUID | None,
+    memory_session_id: str | None,
+    agent_id: str | None,
+    content: str,
+) -> UUID:
+    """The same content in the same scope is the same memory: its id derives from both (the run is no part of
+    the scope: a memory learnt again in another run is the same memory)."""
+    scope = [organization_id, tier.value, partition.value, work_id, memory_session_id, agent_id]
+    digest = hashlib.sha256(content.encode()).hexdigest()
+    return uuid5(ENTRY_NAMESPACE, json.dumps([str(part) if part else "" for part in scope] + [digest]))
+
+
 class EntryRemembered(WireModel):
-    entry_id: UUID = Field(description="Derived from the scope and the content: the same memory, the same id.")
+    entry_id: UUID | None = Field(
+        default=None,
+        description=(
+            "Best left out: Cortex gives an entry the id derived from its scope and content, so that the same "
+            "memory is one entry however it arrives. An event that names another id is dead-lettered, the "
+            "reason naming the id it would have. (The derivation: UUIDv5 in namespace "
+            f"{ENTRY_NAMESPACE} of Python's json.dumps of [organizationId, tier, partition, workId, "
+            'memorySessionId, agentId, the SHA-256 hex of the content], absent parts as "".)'
+        ),
+    )
     organization_id: UUID
     content: EntryContent
     partition: MemoryPartition
@@ -76,6 +104,25 @@ class EntryRemembered(WireModel):
     def _work_tier_names_a_work(self) -> "EntryRemembered":
         check_work_tier(self.tier, self.work_id)
         return self
+
+    @model_validator(mode="after")
+    def _entry_id_is_derived(self) -> "EntryRemembered":
+        if self.entry_id is not None and self.entry_id != self.id:
+            msg = f"entryId {self.entry_id} is not the id of this content in this scope: {self.id} (or leave it out)"
+            raise ValueError(msg)
+        return self
+
+    @property
+    def id(self) -> UUID:
+        return derive_entry_id(
+            self.organization_id,
+            self.tier,
+            self.partition,
+            self.work_id,
+            self.memory_session_id,
+            self.agent_id,
+            self.content,
+        )
 
 
 class RecallRequest(WireModel):

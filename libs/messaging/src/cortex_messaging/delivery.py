@@ -2,6 +2,7 @@
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from uuid import UUID
 
 from pydantic import ValidationError
@@ -50,12 +51,27 @@ def _names(org_token: str, org_id: UUID) -> bool:
         return False
 
 
+EARLIEST_EVENT = datetime(1970, 1, 1, tzinfo=UTC)
+# Publishers' clocks run a little apart; further ahead is a wrong clock or a made-up time, which would be
+# stored as when a document changed or an entry was remembered (and order uploads without a version).
+CLOCK_SKEW = timedelta(hours=1)
+
+
+def _check_time(moment: datetime) -> None:
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)  # as PostgreSQL reads it
+    if aware < EARLIEST_EVENT:
+        raise PoisonMessage(f"event time {moment.isoformat()} is before {EARLIEST_EVENT.isoformat()}")
+    if aware - datetime.now(UTC) > CLOCK_SKEW:
+        raise PoisonMessage(f"event time {moment.isoformat()} is ahead of this clock by more than {CLOCK_SKEW}")
+
+
 def parse_delivery(subject: str, payload: bytes, deliveries: int, *, final: bool = False) -> Delivery:
     try:
         event = Envelope.model_validate_json(payload)
     except ValidationError as exc:
         raise PoisonMessage(f"invalid event envelope: {exc}") from exc
     _refuse_duplicate_keys(payload)  # valid JSON here: only a repeated key can fail
+    _check_time(event.time)
     try:
         domain, org_token, action = split_org_subject(subject)
     except ValueError as exc:

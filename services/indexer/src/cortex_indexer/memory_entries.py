@@ -1,5 +1,5 @@
 """Store remembered memory entries: embedded (or backfilled when the embedder was down), deduplicated by id
-(the id derives from scope + content)."""
+(the id derives from scope + content: an event may leave it out, and one naming another is refused)."""
 
 import hashlib
 import json
@@ -30,7 +30,6 @@ VALUES (:id, :org, :tenant, CAST(:partition AS memory_partition), CAST(:tier AS 
 ON CONFLICT (organization_id, id) DO NOTHING
 RETURNING id
 """)
-STORED_HASH = text("SELECT content_hash FROM memory_entry WHERE organization_id = :org AND id = :id")
 # BM25 needs each entry's length in the lexemes PostgreSQL's text analysis produced.
 COUNT_TOKENS = text("""
 UPDATE memory_entry m SET token_count = coalesce((SELECT sum(array_length(u.positions, 1)) FROM unnest(m.tsv) u), 0)
@@ -83,7 +82,7 @@ def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[
             inserted = await session.execute(
                 INSERT_ENTRY,
                 {
-                    "id": entry.entry_id,
+                    "id": entry.id,
                     "org": entry.organization_id,
                     "tenant": delivery.event.tenantid,
                     "partition": entry.partition.value,
@@ -100,14 +99,8 @@ def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[
                     "embedding_input": source_text,
                 },
             )
-            if inserted.first() is not None:
-                await session.execute(COUNT_TOKENS, {"org": entry.organization_id, "id": entry.entry_id})
-            elif (
-                await session.scalar(STORED_HASH, {"org": entry.organization_id, "id": entry.entry_id})
-            ) != content_hash:
-                # Ids derive from scope and content, so this is a publisher's own id reused: storing nothing
-                # and acknowledging it lost the entry without a word. (Each organization's ids are its own.)
-                raise PoisonMessage(f"entryId {entry.entry_id} already names another entry of this organization")
-        log.info("remembered entry %s", entry.entry_id)
+            if inserted.first() is not None:  # else the same memory, stored already
+                await session.execute(COUNT_TOKENS, {"org": entry.organization_id, "id": entry.id})
+        log.info("remembered entry %s", entry.id)
 
     return handle

@@ -2,8 +2,6 @@
 through Cortex; people browse the agent memory kept in external backends."""
 
 import asyncio
-import hashlib
-import json
 import uuid
 from typing import Annotated
 
@@ -32,6 +30,7 @@ from cortex_contracts.memory import (
     RecallRequest,
     ScopeName,
     check_work_tier,
+    derive_entry_id,
 )
 from cortex_contracts.rpc import AgentMemoriesReply, EntryReply, RecallReply
 from cortex_gateway.aggregator_client import ask_aggregator, relay_aggregator
@@ -47,7 +46,6 @@ from cortex_store.tenancy import org_transaction
 
 router = APIRouter(prefix="/api/memory", tags=["agent memory"])
 
-ENTRY_NAMESPACE = uuid.UUID("6a1f0c3d-9e2b-4f7a-8c5d-3b4e2a1f0d9c")
 WAIT_POLL_SECONDS = 0.1
 
 
@@ -77,17 +75,15 @@ class EntryAccepted(BaseModel):
 
 
 def entry_id(caller: Caller, entry: EntryCreate) -> uuid.UUID:
-    """The same content in the same scope is the same memory: its id derives from both."""
-    scope = [
+    return derive_entry_id(
         caller.organization_id,
-        entry.tier.value,
-        entry.partition.value,
+        entry.tier,
+        entry.partition,
         entry.work_id,
         entry.memory_session_id,
         entry.agent_id,
-    ]
-    digest = hashlib.sha256(entry.content.encode()).hexdigest()
-    return uuid.uuid5(ENTRY_NAMESPACE, json.dumps([str(part) if part else "" for part in scope] + [digest]))
+        entry.content,
+    )
 
 
 async def _exists(res: Resources, caller: Caller, id_: uuid.UUID) -> bool:
