@@ -269,6 +269,11 @@ async def test_metadata_jsonb_could_not_store_is_422(org: Org, metadata: str, re
     [
         (b'{"content": "caf\xe9", "partition": "semantic"}', "not valid UTF-8 (byte 16)"),  # before: a 400
         (b'{"content": "cut', "JSON decode error"),
+        # Before: read as JSON all the same (json.loads guesses the encoding), and the entry stored.
+        ('{"content": "utf-16", "partition": "semantic"}'.encode("utf-16"), "not valid UTF-8 (byte 0)"),
+        ('{"content": "utf-16", "partition": "semantic"}'.encode("utf-16-le"), "a NUL byte at 1"),
+        ('{"content": "utf-32", "partition": "semantic"}'.encode("utf-32-be"), "a NUL byte at 0"),
+        (b'{"content": "x", "metadata": {"n": ' + b"9" * 4301 + b"}}", "(4300 digits)"),  # before: a 400
         (
             b'{"content": "x", "metadata": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
             "nested deeper than the parser",

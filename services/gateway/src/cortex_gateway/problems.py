@@ -93,6 +93,8 @@ def install_problem_handlers(app: FastAPI) -> None:
             return _not_utf8(request, exc.__cause__)
         if isinstance(exc.__cause__, RecursionError):  # FastAPI's 400 for it, as for a body it cannot parse
             return _json_invalid(request, "The JSON is nested deeper than the parser goes.")
+        if isinstance(exc.__cause__, ValueError):  # such as an integer of more digits than Python reads (4300)
+            return _json_invalid(request, f"The JSON cannot be read: {str(exc.__cause__).split(';', 1)[0]}.")
         return problem_response(request, exc.status_code, str(exc.detail), headers=getattr(exc, "headers", None))
 
     @app.exception_handler(MessageTooLarge)
