@@ -5,6 +5,9 @@ from cortex_cli.supervisor import LOCAL_QDRANT_REFUSED, refusal
 
 def test_local_qdrant_is_refused_because_only_one_process_may_open_it() -> None:
     assert refusal({"CORTEX_PLUGIN_VECTOR_STORE": "qdrant"}) == LOCAL_QDRANT_REFUSED
+    # Spaced as the services still read it (QA 32: ran, and every search but a lexical one was a 502).
+    for spaced in ("qdrant ", " qdrant", "\tqdrant\n"):
+        assert refusal({"CORTEX_PLUGIN_VECTOR_STORE": spaced}) == LOCAL_QDRANT_REFUSED
 
 
 def test_a_qdrant_server_or_pgvector_runs() -> None:
