@@ -66,6 +66,15 @@ class HttpReranker:
         except (ValueError, TypeError) as exc:  # ValueError includes a body that is not JSON
             raise RerankFailed(f"rerank endpoint's answer is not usable: {exc}") from exc
 
+    async def health(self) -> str | None:
+        """Whether the endpoint reranks: one passage, as a search would send it (there is no common health
+        route across these servers). None when it does, else why not."""
+        try:
+            await self.rerank("health check", ["health check"])
+        except RerankFailed as exc:
+            return f"{self.endpoint}: {exc}"
+        return None
+
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
