@@ -20,6 +20,7 @@ from docx import Document as WordDocument
 
 from bench.corpus import TextGenerator
 from cortex_cli.ingest import IngestOptions, document_id_for, title_of, upload_id_for
+from cortex_contracts.uploads import upload_document_id
 from cortex_extractors import detect_media_type, extract
 from cortex_extractors.media_types import TEXT_TYPES
 from cortex_extractors.samples import pdf_file
@@ -129,5 +130,5 @@ def extract_all(files: list[MixedFile]) -> tuple[list[ExpectedText], float]:
 def document_id(options: IngestOptions, file: MixedFile, expected: ExpectedText) -> uuid.UUID:
     """The id the indexer gives the document made from this file."""
     if expected.uploaded:
-        return uploads.document_id_for(upload_id_for(options, file.path))
+        return upload_document_id(upload_id_for(options, file.path))
     return document_id_for(options, file.path)

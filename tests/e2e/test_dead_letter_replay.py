@@ -16,8 +16,8 @@ from nats.js.api import ObjectStoreConfig
 
 from cortex_cli import dead_letters
 from cortex_contracts import subjects
+from cortex_contracts.uploads import upload_document_id
 from cortex_gateway.tokens import issue_token
-from cortex_indexer.uploads import document_id_for
 from cortex_messaging.dead_letter import DeadLetter, send_dead_letter
 from tests.cli_runs import cli, cli_process
 from tests.conftest import Org
@@ -125,7 +125,7 @@ async def test_an_upload_stored_as_failed_is_indexed_when_its_letter_is_replayed
     """The file was announced before it was uploaded: the document is stored as failed and dead-lettered.
     Before, the replay was dropped silently (the event id claimed, the failed version counted as stored)."""
     upload_id, bucket = uuid.uuid4(), f"uploads-{uuid.uuid4().hex[:12]}"
-    document = document_id_for(upload_id)
+    document = upload_document_id(upload_id)
     content = b"The narwhal tusk survey, uploaded at last.\n"
     event = upload_event(
         org.id, upload_id, filename="survey.txt", size=len(content), bucket=bucket, name=f"{org.id}/survey.txt"

@@ -18,7 +18,7 @@ from cortex_aggregator.detail import item_detail
 from cortex_contracts.catalog import CatalogEntity
 from cortex_contracts.envelope import Envelope
 from cortex_contracts.rpc import ItemRequest
-from cortex_indexer.uploads import document_id_for
+from cortex_contracts.uploads import upload_document_id
 from cortex_store.database import make_engine, make_sessionmaker
 from tests.catalog_events import publish_catalog
 from tests.conftest import Org, OrgFactory
@@ -148,13 +148,13 @@ async def test_detail_shows_the_upload_a_document_came_from(org: Org, js: JetStr
     watcher = await IndexedWatcher().start(nats_client, org.id)
     try:
         upload_id = await _upload(js, org, content, "figures.txt")
-        await watcher.wait_for(document_id_for(upload_id), 1)
+        await watcher.wait_for(upload_document_id(upload_id), 1)
     finally:
         await watcher.stop()
     upload_ref = {"id": str(upload_id), "filename": "figures.txt", "mediaType": "text/plain", "sizeBytes": len(content)}
 
     # The document the indexer extracted from the file ...
-    extracted = await detail(org, document_id_for(upload_id))
+    extracted = await detail(org, upload_document_id(upload_id))
     assert extracted["provenance"]["upload"] == upload_ref
     assert "revenue rose" in extracted["body"]
     # ... and a document an upstream extractor made from it and published itself.

@@ -22,9 +22,8 @@ from cortex_cli.ingest import IngestOptions, document_id_for, ingest_files, uplo
 from cortex_contracts import subjects
 from cortex_contracts.documents import ObjectRef
 from cortex_contracts.envelope import new_envelope
-from cortex_contracts.uploads import TYPE_UPLOAD_CREATED, UploadCreated
+from cortex_contracts.uploads import TYPE_UPLOAD_CREATED, UploadCreated, upload_document_id
 from cortex_extractors import media_types, samples
-from cortex_indexer.uploads import document_id_for as upload_document_id
 from cortex_messaging.buckets import INLINE_BODY_LIMIT, UPLOAD_BUCKET
 from cortex_messaging.publisher import publish_event
 from tests.conftest import Org, OrgFactory
@@ -54,7 +53,7 @@ async def ingest(infra: Infrastructure, org: Org, directory: Path, files: dict[s
     for name, data in files.items():
         paths[name] = directory / name
         paths[name].write_bytes(data)
-    assert await ingest_files(infra.nats_url, list(paths.values()), options_for(org)) == len(files)
+    assert await ingest_files(infra.nats_url, infra.database_url, list(paths.values()), options_for(org)) == len(files)
     return paths
 
 
@@ -140,6 +139,34 @@ async def test_every_file_type_is_extracted_and_found_by_its_own_words(
 
     assert await lexical_ids(org.member, words["script"]) == []
     assert await lexical_ids(org.member, words["style"]) == []
+
+
+async def gone(client: httpx.AsyncClient, document_id: uuid.UUID) -> None:
+    async with asyncio.timeout(30):
+        while (await client.get(f"/api/memory/documents/{document_id}")).status_code != 404:
+            await asyncio.sleep(0.2)
+
+
+async def test_a_file_that_changes_form_stays_one_item(migrated: Infrastructure, org: Org, tmp_path: Path) -> None:
+    """A text file is a document; emptied it goes as an upload (failed: no text), and filled again as text.
+    Before: each form was an item of its own, so the old text stayed found beside the failed upload, and
+    the failed upload stayed beside the text again, counted in documentsFailed for good (QA 32)."""
+    before, after = word("before"), word("after")
+    paths = await ingest(migrated, org, tmp_path, {"a.txt": f"The {before} report.".encode()})
+    as_text, as_upload = document_id_for(options_for(org), paths["a.txt"]), upload_document(org, paths["a.txt"])
+    await detail_when(org.member, as_text, status="published")
+
+    await ingest(migrated, org, tmp_path, {"a.txt": b""})
+    assert (await detail_when(org.member, as_upload, status="failed"))["failureReason"].startswith("empty:")
+    await gone(org.member, as_text)
+    assert await lexical_ids(org.member, before) == []
+
+    await ingest(migrated, org, tmp_path, {"a.txt": f"The {after} report.".encode()})
+    await detail_when(org.member, as_text, status="published")
+    await gone(org.member, as_upload)
+    assert await lexical_ids(org.member, after) == [str(as_text)]
+    stats = (await org.member.get("/api/memory/stats")).json()
+    assert (stats["documentsIndexed"], stats["documentsFailed"]) == (1, 0)
 
 
 async def test_a_markdown_body_too_large_for_an_event_travels_through_the_object_store_whole(

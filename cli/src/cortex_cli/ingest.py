@@ -3,6 +3,10 @@
 Markdown and plain text become `kb.<org>.document.upserted` with the body inline (in the Object Store when
 large). Any other file — HTML, PDF, DOCX, XLSX, PPTX, or one no extractor reads — goes to the Object Store
 as it is, announced by `kb.<org>.upload.created`: the indexer extracts its text, or records why it cannot.
+
+The two forms are two documents (a text file's, and the one the indexer makes from an upload). A file that
+changes form (a text file emptied, or grown past a body's size) is one item still: its earlier form, if
+live, is deleted (`kb.<org>.document.deleted`) once the new one is published.
 """
 
 import asyncio
@@ -11,14 +15,21 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import text
 from tqdm import tqdm
 
 from cortex_cli.unreachable import connect_nats
 from cortex_contracts import subjects
 from cortex_contracts.base import is_blank
-from cortex_contracts.documents import TYPE_DOCUMENT_UPSERTED, DocumentUpserted, ObjectRef
+from cortex_contracts.documents import (
+    TYPE_DOCUMENT_DELETED,
+    TYPE_DOCUMENT_UPSERTED,
+    DocumentDeleted,
+    DocumentUpserted,
+    ObjectRef,
+)
 from cortex_contracts.envelope import new_envelope
-from cortex_contracts.uploads import TYPE_UPLOAD_CREATED, UploadCreated
+from cortex_contracts.uploads import TYPE_UPLOAD_CREATED, UploadCreated, upload_document_id
 from cortex_extractors import detect_media_type
 from cortex_extractors.errors import CorruptFile
 from cortex_extractors.limits import MAX_INPUT_BYTES, MAX_TEXT_CHARS
@@ -27,6 +38,8 @@ from cortex_extractors.plain_text import decode_text
 from cortex_messaging.buckets import UPLOAD_BUCKET, Buckets, stored_if_large
 from cortex_messaging.connection import disconnect
 from cortex_messaging.publisher import publish_event
+from cortex_store.database import make_engine, make_sessionmaker
+from cortex_store.tenancy import bind_organization
 
 SOURCE = "cortex/cli"
 FILE_NAMESPACE = uuid.UUID("5b3c8a4e-1f0d-4c1e-9b7a-6d2f0c9e8a11")
@@ -56,6 +69,26 @@ def document_id_for(options: IngestOptions, path: Path) -> uuid.UUID:
 def upload_id_for(options: IngestOptions, path: Path) -> uuid.UUID:
     """Stable per organization and file, like document ids: uploading the file again replaces it."""
     return uuid.uuid5(FILE_NAMESPACE, f"upload:{options.organization_id}:{path.resolve()}")
+
+
+def forms_of(options: IngestOptions, path: Path) -> tuple[uuid.UUID, uuid.UUID]:
+    """The file's document as text, and as an upload."""
+    return document_id_for(options, path), upload_document_id(upload_id_for(options, path))
+
+
+LIVE = text("SELECT id FROM kb_documents WHERE organization_id = :org AND id = ANY(:ids) AND deleted_at IS NULL")
+
+
+async def live_forms(database_url: str, options: IngestOptions, paths: list[Path]) -> set[uuid.UUID]:
+    """Which of these files' documents, in either form, the organization holds now."""
+    ids = [form for path in paths for form in forms_of(options, path)]
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        async with make_sessionmaker(engine)() as session, session.begin():
+            await bind_organization(session, options.organization_id)
+            return set(await session.scalars(LIVE, {"org": options.organization_id, "ids": ids}))
+    finally:
+        await engine.dispose()
 
 
 def _version() -> int:
@@ -133,25 +166,45 @@ async def _publish_upload(
     return upload_id
 
 
-async def ingest_file(buckets: Buckets, path: Path, options: IngestOptions) -> str:
-    """Publish one file; returns the media type it was published as."""
+async def _retract(buckets: Buckets, document_id: uuid.UUID, options: IngestOptions) -> None:
+    payload = DocumentDeleted(document_id=document_id, organization_id=options.organization_id, version=_version())
+    event = new_envelope(
+        event_type=TYPE_DOCUMENT_DELETED,
+        source=SOURCE,
+        org_id=options.organization_id,
+        subject=str(document_id),
+        data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
+    )
+    await publish_event(buckets.js, subjects.kb_document_deleted(options.organization_id), event)
+
+
+async def ingest_file(
+    buckets: Buckets, path: Path, options: IngestOptions, live: set[uuid.UUID] | frozenset[uuid.UUID] = frozenset()
+) -> str:
+    """Publish one file, and delete its other form if `live` holds it; returns the media type it was published as."""
     data = await asyncio.to_thread(path.read_bytes)
     media_type = detect_media_type(path.name, data)
     body = _inline_text(data) if media_type in TEXT_TYPES else None
+    as_text, as_upload = forms_of(options, path)
     if body is not None and not is_blank(body):
         await _publish_document(buckets, path, body, options)
+        earlier = as_upload
     else:  # text it cannot send as such, or none: the indexer says why it cannot be read, as for any file
         await _publish_upload(buckets, path, data, media_type, options)
+        earlier = as_text
+    if earlier in live:
+        await _retract(buckets, earlier, options)
     return media_type
 
 
-async def ingest_files(nats_url: str, paths: list[Path], options: IngestOptions) -> int:
+async def ingest_files(nats_url: str, database_url: str, paths: list[Path], options: IngestOptions) -> int:
+    live = await live_forms(database_url, options, paths)
     nc = await connect_nats(nats_url)
     published = 0
     try:
         buckets = Buckets(nc.jetstream())
         for path in tqdm(paths, unit="file", disable=len(paths) < 10):
-            await ingest_file(buckets, path, options)
+            await ingest_file(buckets, path, options, live)
             published += 1
     finally:
         await disconnect(nc)

@@ -167,7 +167,7 @@ def _ingest(args: argparse.Namespace) -> int:
     where = config.endpoints()
     org = asyncio.run(organization_id(where.database_url, args.org))
     options = IngestOptions(organization_id=org, work_id=args.work, doc_class=args.doc_class, tags=tuple(args.tag))
-    count = asyncio.run(ingest_files(where.nats_url, paths, options))
+    count = asyncio.run(ingest_files(where.nats_url, where.database_url, paths, options))
     print(f"published {count} file(s) for {args.org}")
     return 0
 

@@ -1,6 +1,6 @@
 """`kb.<orgId>.upload.created`: a file was uploaded; its bytes are in the Object Store."""
 
-from uuid import UUID
+from uuid import UUID, uuid5
 
 from pydantic import Field, StrictInt
 
@@ -8,6 +8,12 @@ from cortex_contracts.base import BIGINT_MAX, WireModel
 from cortex_contracts.documents import ObjectRef, Tag
 
 TYPE_UPLOAD_CREATED = "kb.upload.created"
+UPLOAD_DOCUMENTS = UUID("9d3c1f52-7a4e-4b8e-a1d6-3f0e2c5b7a90")
+
+
+def upload_document_id(upload_id: UUID) -> UUID:
+    """The document the indexer makes from an upload: the same id every time, on every copy of the indexer."""
+    return uuid5(UPLOAD_DOCUMENTS, str(upload_id))
 
 
 class UploadCreated(WireModel):

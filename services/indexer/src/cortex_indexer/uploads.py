@@ -5,7 +5,6 @@ document: stored with status `failed` and the reason, and the caller reports it 
 It is never dropped, and never retried (the bytes will not change).
 """
 
-import uuid
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -13,7 +12,7 @@ from nats.js import JetStreamContext
 
 from cortex_contracts.base import is_blank
 from cortex_contracts.documents import DocumentIndexed, DocumentUpserted
-from cortex_contracts.uploads import UploadCreated
+from cortex_contracts.uploads import UploadCreated, upload_document_id
 from cortex_extractors import ExtractionError, detect_media_type, media_types, supported_media_types
 from cortex_extractors.limits import MAX_INPUT_BYTES
 from cortex_extractors.media_types import normalize, signed_media_type
@@ -23,15 +22,9 @@ from cortex_indexer.object_bodies import ForeignObject, UnreadableObject, read_b
 from cortex_messaging.delivery import PoisonMessage
 
 SOURCE = "upload"
-UPLOAD_DOCUMENTS = uuid.UUID("9d3c1f52-7a4e-4b8e-a1d6-3f0e2c5b7a90")
 MAX_TITLE_CHARS = 300
 NO_TEXT = "empty: the file holds no text"
 NO_TEXT_IN_PDF = f"{NO_TEXT} (a scanned PDF or an image needs OCR first)"
-
-
-def document_id_for(upload_id: uuid.UUID) -> uuid.UUID:
-    """The document made from an upload: the same id every time, on every copy of the indexer."""
-    return uuid.uuid5(UPLOAD_DOCUMENTS, str(upload_id))
 
 
 @dataclass(frozen=True)
@@ -101,7 +94,7 @@ async def index_upload(
     `final`: the event's last delivery, where a worker that died reading the file fails the file."""
     if upload.organization_id != meta.organization_id:
         raise PoisonMessage("payload organizationId differs from the event's orgid")
-    document_id = document_id_for(upload.upload_id)
+    document_id = upload_document_id(upload.upload_id)
     version = upload.version if upload.version is not None else int(meta.time.timestamp() * 1_000_000)
     known = await prior_embeddings(ctx, meta, document_id, version)  # before the file is fetched and read
     if known is None:
