@@ -24,7 +24,7 @@ from cortex_contracts.documents import ObjectRef
 from cortex_contracts.envelope import new_envelope
 from cortex_contracts.uploads import TYPE_UPLOAD_CREATED, UploadCreated, upload_document_id
 from cortex_extractors import media_types, samples
-from cortex_messaging.buckets import INLINE_BODY_LIMIT, UPLOAD_BUCKET
+from cortex_messaging.buckets import BODY_BUCKET, INLINE_BODY_LIMIT, UPLOAD_BUCKET
 from cortex_messaging.publisher import publish_event
 from tests.conftest import Org, OrgFactory
 from tests.dlq import read_dead_letters
@@ -183,6 +183,25 @@ async def test_a_markdown_body_too_large_for_an_event_travels_through_the_object
     await detail_when(org.member, document_id, status="published")
     assert await lexical_ids(org.member, first) == [str(document_id)]
     assert await lexical_ids(org.member, last) == [str(document_id)]  # from the last chunk
+
+
+async def test_a_large_body_ingested_again_replaces_its_object(
+    migrated: Infrastructure, org: Org, js: JetStreamContext, tmp_path: Path
+) -> None:
+    """Before: each ingest stored the body under a new name, and every version stayed in the bucket (QA 32)."""
+    filler = "".join(" ".join(["wide" * 25] * 100) + "\n\n" for _ in range(30))
+    first, second = word("first"), word("second")
+    for said in (first, second):
+        paths = await ingest(migrated, org, tmp_path, {"big.md": f"# Big\n\n{said}\n\n{filler}".encode()})
+    document_id = document_id_for(options_for(org), paths["big.md"])
+
+    async with asyncio.timeout(30):
+        while await lexical_ids(org.member, second) != [str(document_id)]:
+            await asyncio.sleep(0.2)
+    assert await lexical_ids(org.member, first) == []
+    bodies = await js.object_store(BODY_BUCKET)
+    names = [info.name for info in await bodies.list() if info.name.startswith(f"{org.id}/{document_id}/")]
+    assert names == [f"{org.id}/{document_id}/body"]
 
 
 async def test_text_goes_as_its_extractor_reads_it_and_text_too_long_for_a_body_is_failed(

@@ -108,7 +108,10 @@ def _inline_text(data: bytes) -> str | None:
 
 async def _publish_document(buckets: Buckets, path: Path, body: str, options: IngestOptions) -> None:
     document_id = document_id_for(options, path)
-    ref = await stored_if_large(buckets, options.organization_id, f"{document_id}/{time.time_ns()}", body)
+    # One object per document, replaced by each ingest, as the upload bucket holds one per file: a new name
+    # each time kept every version's body for good. (An older event still queued then reads the newer
+    # body, under its older version: the newer event that follows leaves the same document.)
+    ref = await stored_if_large(buckets, options.organization_id, f"{document_id}/body", body)
     payload = DocumentUpserted(
         document_id=document_id,
         organization_id=options.organization_id,
