@@ -62,8 +62,8 @@ def check_work_tier(tier: MemoryTier, work_id: UUID | None) -> None:
 
 def derive_entry_id(
     organization_id: UUID,
-    tier: "MemoryTier",
-    partition: "MemoryPartition",
+    tier: MemoryTier,
+    partition: MemoryPartition,
     work_id: UUID | None,
     memory_session_id: str | None,
     agent_id: str | None,
