@@ -173,6 +173,50 @@ def test_postgres_starts_again_after_its_postmaster_is_killed_during_a_long_quer
         postgres.stop()
 
 
+# A process that reaps its orphans late, as some container inits do: here, not until PostgreSQL has started
+# again, so the killed postmaster is a zombie while it does.
+_RESTART_BEFORE_THE_DEAD_IS_REAPED = textwrap.dedent(
+    """
+    import ctypes, os, signal, sys
+    from pathlib import Path
+    from cortex_embedded_servers import EmbeddedPostgres
+
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER: orphans are ours to reap
+    data_dir = Path(sys.argv[1])
+    postgres = EmbeddedPostgres(data_dir)
+    postgres.start()
+    postmaster = int((data_dir / "postmaster.pid").read_text().split()[0])
+    os.kill(postmaster, signal.SIGKILL)
+    while open(f"/proc/{postmaster}/stat").read().split(") ")[1][0] != "Z":
+        pass
+    try:
+        postgres.start()
+        print("started again")
+    finally:
+        postgres.stop()
+        while True:
+            try:
+                os.wait()
+            except ChildProcessError:
+                break
+    """
+)
+
+
+def test_postgres_starts_again_while_its_killed_postmaster_is_not_yet_reaped(tmp_path: Path) -> None:
+    """Before: "lock file .s.PGSQL.5432.lock already exists ... Is another postmaster (PID n) using socket file",
+    n being the killed one, and `cortex run` stopped everything (QA 33)."""
+    done = subprocess.run(
+        [sys.executable, "-c", _RESTART_BEFORE_THE_DEAD_IS_REAPED, str(tmp_path / "pg")],
+        capture_output=True,
+        text=True,
+        timeout=90,
+        check=False,
+    )
+
+    assert done.stdout == "started again\n", done.stderr[-2000:]
+
+
 def test_postgres_socket_moves_out_of_a_data_path_too_long_for_unix_sockets(
     tmp_path: Path,
 ) -> None:

@@ -57,15 +57,25 @@ def _server_process(data_dir: Path) -> psutil.Process | None:
 
 
 def _discard_stale_pid_file(data_dir: Path) -> None:
-    """Remove a ``postmaster.pid`` whose pid now belongs to another program.
+    """Remove a ``postmaster.pid`` that names no running server, with the socket's lock file it wrote.
 
     After a crash or reboot the pid can be reused; pgserver would then think the server runs,
-    and PostgreSQL would refuse to start while the file names a live process.
+    and PostgreSQL would refuse to start while the file names a live process. Right after a
+    ``kill -9`` the dead postmaster is a zombie until its parent (often init) reaps it, and
+    PostgreSQL counts a zombie as alive: the socket's lock file naming it stopped the restart
+    ("lock file .s.PGSQL.5432.lock already exists").
     """
     pid_file = data_dir / "postmaster.pid"
-    if pid_file.is_file() and _server_process(data_dir) is None:
-        _logger.info("removing stale %s", pid_file)
-        pid_file.unlink(missing_ok=True)
+    if not pid_file.is_file() or _server_process(data_dir) is not None:
+        return
+    with contextlib.suppress(OSError, IndexError):
+        pid, _, _, port, socket_dir = pid_file.read_text().splitlines()[:5]
+        socket_lock = Path(socket_dir) / f".s.PGSQL.{port}.lock"
+        if socket_lock.read_text().split("\n", 1)[0].strip() == pid.strip():
+            _logger.info("removing stale %s", socket_lock)
+            socket_lock.unlink()
+    _logger.info("removing stale %s", pid_file)
+    pid_file.unlink(missing_ok=True)
 
 
 def _end_orphans(data_dir: Path) -> None:
