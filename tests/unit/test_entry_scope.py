@@ -53,7 +53,7 @@ def test_an_entry_id_its_scope_and_content_do_not_derive_is_refused_naming_the_o
         == entry.id
     )
 
-    with pytest.raises(ValidationError, match=f"is not the id of this content in this scope: {entry.id}"):
+    with pytest.raises(ValidationError, match=f"entryId should be {entry.id}, derived from this scope and content"):
         EntryRemembered.model_validate(
             remembered(tier="org") | {"organizationId": str(entry.organization_id), "entryId": str(uuid.uuid4())}
         )

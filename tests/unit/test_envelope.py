@@ -175,3 +175,16 @@ def test_parse_delivery_rejects_a_subject_organization_spelt_otherwise(spelling:
 def test_parse_delivery_rejects_a_subject_without_organization_and_action(subject: str) -> None:
     with pytest.raises(PoisonMessage, match="no organization token"):
         parse_delivery(subject, envelope().to_wire(), deliveries=1)
+
+
+def test_an_invalid_envelope_is_told_as_where_and_what_without_echoing_the_event() -> None:
+    """Before: pydantic's text, each input echoed (here 100 KB), which `cortex dlq list` cut at 160 characters."""
+    wire = json.loads(envelope().to_wire()) | {"source": "", "subject": "s" * 100_000}
+
+    with pytest.raises(PoisonMessage) as refused:
+        parse_delivery(subjects.kb_document_upserted(ORG), json.dumps(wire).encode(), deliveries=1)
+
+    assert str(refused.value) == (
+        "invalid event envelope: source: String should have at least 1 character; "
+        "subject: String should have at most 500 characters"
+    )

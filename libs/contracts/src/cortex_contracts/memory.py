@@ -108,7 +108,7 @@ class EntryRemembered(WireModel):
     @model_validator(mode="after")
     def _entry_id_is_derived(self) -> "EntryRemembered":
         if self.entry_id is not None and self.entry_id != self.id:
-            msg = f"entryId {self.entry_id} is not the id of this content in this scope: {self.id} (or leave it out)"
+            msg = f"entryId should be {self.id}, derived from this scope and content (or left out), not {self.entry_id}"
             raise ValueError(msg)
         return self
 

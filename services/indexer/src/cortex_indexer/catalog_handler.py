@@ -10,7 +10,7 @@ from cortex_indexer import repository
 from cortex_indexer.catalog import apply_change
 from cortex_indexer.indexing import IndexingContext, UnknownOrganization
 from cortex_indexer.tenant_guard import refuse_cross_tenant_writes
-from cortex_messaging.delivery import Delivery, PoisonMessage
+from cortex_messaging.delivery import Delivery, PoisonMessage, brief
 from cortex_store.tenancy import bind_organization
 
 log = logging.getLogger(__name__)
@@ -28,7 +28,7 @@ def _parse(delivery: Delivery) -> tuple[events.CatalogEntity, events.CatalogChan
     try:
         payload = models[entity].model_validate(delivery.event.data)
     except ValidationError as exc:
-        raise PoisonMessage(f"invalid {delivery.action} payload: {exc}") from exc
+        raise PoisonMessage(f"invalid {delivery.action} payload: {brief(exc)}") from exc
     if payload.organization_id != delivery.event.orgid:
         raise PoisonMessage("payload organizationId differs from the event's orgid")
     return entity, payload, action == "deleted"

@@ -19,7 +19,7 @@ from cortex_indexer.indexing import EventMeta, IndexingContext, delete_document,
 from cortex_indexer.object_bodies import read_body
 from cortex_indexer.tenant_guard import refuse_cross_tenant_writes
 from cortex_indexer.uploads import index_upload
-from cortex_messaging.delivery import Delivery, Handler, PoisonMessage, RecordedFailure
+from cortex_messaging.delivery import Delivery, Handler, PoisonMessage, RecordedFailure, brief
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ def _payload(model: type[Payload], delivery: Delivery) -> Payload:
     try:
         return model.model_validate(delivery.event.data)
     except ValidationError as exc:
-        raise PoisonMessage(f"invalid {delivery.event.type} payload: {exc}") from exc
+        raise PoisonMessage(f"invalid {delivery.event.type} payload: {brief(exc)}") from exc
 
 
 def event_meta(delivery: Delivery) -> EventMeta:

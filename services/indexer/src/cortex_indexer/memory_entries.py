@@ -14,7 +14,7 @@ from cortex_embedding.errors import EmbeddingError
 from cortex_indexer import embedding_space, repository
 from cortex_indexer.indexing import IndexingContext, UnknownOrganization, check_moment
 from cortex_indexer.tenant_guard import refuse_cross_tenant_writes
-from cortex_messaging.delivery import Delivery, PoisonMessage
+from cortex_messaging.delivery import Delivery, PoisonMessage, brief
 from cortex_store.tenancy import bind_organization
 from cortex_store.vector_text import vector_literal
 
@@ -62,7 +62,7 @@ def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[
         try:
             entry = EntryRemembered.model_validate(delivery.event.data)
         except ValidationError as exc:
-            raise PoisonMessage(f"invalid {delivery.event.type} payload: {exc}") from exc
+            raise PoisonMessage(f"invalid {delivery.event.type} payload: {brief(exc)}") from exc
         if entry.organization_id != delivery.event.orgid:
             raise PoisonMessage("payload organizationId differs from the event's orgid")
         check_moment("rememberedAt", entry.remembered_at, delivery.event.time)
