@@ -8,6 +8,7 @@ def test_local_qdrant_is_refused_because_only_one_process_may_open_it() -> None:
     # Spaced as the services still read it (QA 32: ran, and every search but a lexical one was a 502).
     for spaced in ("qdrant ", " qdrant", "\tqdrant\n"):
         assert refusal({"CORTEX_PLUGIN_VECTOR_STORE": spaced}) == LOCAL_QDRANT_REFUSED
+        assert refusal({"CORTEX_PLUGIN_VECTOR_STORE": spaced, "CORTEX_QDRANT_URL": "  "}) == LOCAL_QDRANT_REFUSED
 
 
 def test_a_qdrant_server_or_pgvector_runs() -> None:

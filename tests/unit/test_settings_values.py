@@ -10,7 +10,7 @@ from cortex_gateway.settings import GatewaySettings
 from cortex_indexer.settings import IndexerSettings
 from cortex_memory_plugins.mem0 import Mem0Settings
 from cortex_plugins.builtins.http_reranker import HttpRerankerSettings
-from cortex_vector_stores.settings import PgVectorSettings
+from cortex_vector_stores.settings import PgVectorSettings, QdrantSettings
 
 BASE = {"DATABASE_URL": "postgresql://cortex@127.0.0.1/cortex", "CORTEX_SECRET": "s3cret"}
 
@@ -33,6 +33,8 @@ BASE = {"DATABASE_URL": "postgresql://cortex@127.0.0.1/cortex", "CORTEX_SECRET":
         (PgVectorSettings, "CORTEX_PGVECTOR_EXACT_SCAN_MAX_CHUNKS", "3000000000", "less than or equal to"),
         (HttpRerankerSettings, "CORTEX_RERANKER_BASE_URL", "localhost:7997/v1", "http:// or https:// URL"),
         (Mem0Settings, "CORTEX_MEM0_URL", "mem0.internal:8000", "http:// or https:// URL"),
+        (QdrantSettings, "CORTEX_QDRANT_URL", "  ", "http:// or https:// URL"),  # before: a server named "  "
+        (QdrantSettings, "CORTEX_QDRANT_URL", "qdrant:6333", "http:// or https:// URL"),
         (Mem0Settings, "CORTEX_MEM0_TIMEOUT_SECONDS", "nan", "finite number"),
     ],
 )

@@ -452,7 +452,7 @@ def gateway_address(environment: Mapping[str, str]) -> tuple[str, str]:
 def refusal(environment: Mapping[str, str]) -> str | None:
     """Why this configuration cannot run as separate services, or None."""
     pin = environment.get("CORTEX_PLUGIN_VECTOR_STORE", "").strip()  # as the services read it
-    if pin == "qdrant" and not environment.get("CORTEX_QDRANT_URL"):
+    if pin == "qdrant" and not environment.get("CORTEX_QDRANT_URL", "").strip():
         return LOCAL_QDRANT_REFUSED
     host, port = gateway_address(environment)
     # Else the gateway fails to bind, is restarted five times, and the run ends; a port that is not a

@@ -5,7 +5,7 @@ from pathlib import Path
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from cortex_contracts.settings_values import INT32_MAX
+from cortex_contracts.settings_values import INT32_MAX, HttpUrl
 from cortex_store.models import EMBEDDING_DIM
 
 
@@ -14,7 +14,7 @@ class QdrantSettings(BaseSettings):
 
     model_config = SettingsConfigDict(allow_inf_nan=False, env_prefix="CORTEX_QDRANT_", env_file=".env", extra="ignore")
 
-    url: str | None = Field(default=None, description="A Qdrant server, e.g. http://127.0.0.1:6333.")
+    url: HttpUrl | None = Field(default=None, description="A Qdrant server, e.g. http://127.0.0.1:6333.")
     api_key: SecretStr | None = Field(default=None, description="The server's API key, if it wants one.")
     path: Path = Field(
         default=Path(".cortex/qdrant"),
