@@ -147,7 +147,9 @@ async def gone(client: httpx.AsyncClient, document_id: uuid.UUID) -> None:
             await asyncio.sleep(0.2)
 
 
-async def test_a_file_that_changes_form_stays_one_item(migrated: Infrastructure, org: Org, tmp_path: Path) -> None:
+async def test_a_file_that_changes_form_stays_one_item(
+    migrated: Infrastructure, org: Org, js: JetStreamContext, tmp_path: Path
+) -> None:
     """A text file is a document; emptied it goes as an upload (failed: no text), and filled again as text.
     Before: each form was an item of its own, so the old text stayed found beside the failed upload, and
     the failed upload stayed beside the text again, counted in documentsFailed for good (QA 32)."""
@@ -167,6 +169,9 @@ async def test_a_file_that_changes_form_stays_one_item(migrated: Infrastructure,
     assert await lexical_ids(org.member, after) == [str(as_text)]
     stats = (await org.member.get("/api/memory/stats")).json()
     assert (stats["documentsIndexed"], stats["documentsFailed"]) == (1, 0)
+    uploads = await js.object_store(UPLOAD_BUCKET)
+    kept = [info.name for info in await uploads.list() if info.name.startswith(f"{org.id}/") and not info.deleted]
+    assert kept == []  # the empty file's object went with its document
 
 
 async def test_a_markdown_body_too_large_for_an_event_travels_through_the_object_store_whole(

@@ -6,15 +6,17 @@ as it is, announced by `kb.<org>.upload.created`: the indexer extracts its text,
 
 The two forms are two documents (a text file's, and the one the indexer makes from an upload). A file that
 changes form (a text file emptied, or grown past a body's size) is one item still: its earlier form, if
-live, is deleted (`kb.<org>.document.deleted`) once the new one is published.
+live, is deleted (`kb.<org>.document.deleted`) once the new one is published, and its object with it.
 """
 
 import asyncio
+import contextlib
 import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from nats.js.errors import ObjectNotFoundError
 from sqlalchemy import text
 from tqdm import tqdm
 
@@ -35,7 +37,7 @@ from cortex_extractors.errors import CorruptFile
 from cortex_extractors.limits import MAX_INPUT_BYTES, MAX_TEXT_CHARS
 from cortex_extractors.media_types import TEXT_TYPES
 from cortex_extractors.plain_text import decode_text
-from cortex_messaging.buckets import UPLOAD_BUCKET, Buckets, stored_if_large
+from cortex_messaging.buckets import BODY_BUCKET, UPLOAD_BUCKET, Buckets, stored_if_large
 from cortex_messaging.connection import disconnect
 from cortex_messaging.publisher import publish_event
 from cortex_store.database import make_engine, make_sessionmaker
@@ -106,12 +108,20 @@ def _inline_text(data: bytes) -> str | None:
     return text if len(text) <= MAX_TEXT_CHARS else None
 
 
+def _body_object(options: IngestOptions, document_id: uuid.UUID) -> ObjectRef:
+    return ObjectRef.owned(BODY_BUCKET, options.organization_id, f"{document_id}/body")
+
+
+def _upload_object(options: IngestOptions, upload_id: uuid.UUID) -> ObjectRef:
+    return ObjectRef.owned(UPLOAD_BUCKET, options.organization_id, str(upload_id))
+
+
 async def _publish_document(buckets: Buckets, path: Path, body: str, options: IngestOptions) -> None:
     document_id = document_id_for(options, path)
     # One object per document, replaced by each ingest, as the upload bucket holds one per file: a new name
     # each time kept every version's body for good. (An older event still queued then reads the newer
     # body, under its older version: the newer event that follows leaves the same document.)
-    ref = await stored_if_large(buckets, options.organization_id, f"{document_id}/body", body)
+    ref = await stored_if_large(buckets, options.organization_id, f"{document_id}/body", body)  # _body_object
     payload = DocumentUpserted(
         document_id=document_id,
         organization_id=options.organization_id,
@@ -144,7 +154,7 @@ async def _publish_upload(
     upload_id = upload_id_for(options, path)
     ref = None
     if len(data) <= MAX_INPUT_BYTES:
-        ref = ObjectRef.owned(UPLOAD_BUCKET, options.organization_id, str(upload_id))
+        ref = _upload_object(options, upload_id)
         await (await buckets.get(UPLOAD_BUCKET)).put(ref.name, data)
     payload = UploadCreated(
         upload_id=upload_id,
@@ -169,7 +179,8 @@ async def _publish_upload(
     return upload_id
 
 
-async def _retract(buckets: Buckets, document_id: uuid.UUID, options: IngestOptions) -> None:
+async def _retract(buckets: Buckets, document_id: uuid.UUID, stored_as: ObjectRef, options: IngestOptions) -> None:
+    """Delete the document, and the object that held its body or file (when it was large enough for one)."""
     payload = DocumentDeleted(document_id=document_id, organization_id=options.organization_id, version=_version())
     event = new_envelope(
         event_type=TYPE_DOCUMENT_DELETED,
@@ -179,6 +190,8 @@ async def _retract(buckets: Buckets, document_id: uuid.UUID, options: IngestOpti
         data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
     )
     await publish_event(buckets.js, subjects.kb_document_deleted(options.organization_id), event)
+    with contextlib.suppress(ObjectNotFoundError):
+        await (await buckets.get(stored_as.bucket)).delete(stored_as.name)
 
 
 async def ingest_file(
@@ -191,12 +204,12 @@ async def ingest_file(
     as_text, as_upload = forms_of(options, path)
     if body is not None and not is_blank(body):
         await _publish_document(buckets, path, body, options)
-        earlier = as_upload
+        earlier, stored_as = as_upload, _upload_object(options, upload_id_for(options, path))
     else:  # text it cannot send as such, or none: the indexer says why it cannot be read, as for any file
         await _publish_upload(buckets, path, data, media_type, options)
-        earlier = as_text
+        earlier, stored_as = as_text, _body_object(options, as_text)
     if earlier in live:
-        await _retract(buckets, earlier, options)
+        await _retract(buckets, earlier, stored_as, options)
     return media_type
 
 
