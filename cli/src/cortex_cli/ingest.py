@@ -120,8 +120,9 @@ async def _publish_document(buckets: Buckets, path: Path, body: str, options: In
     document_id = document_id_for(options, path)
     # One object per document, replaced by each ingest, as the upload bucket holds one per file: a new name
     # each time kept every version's body for good. (An older event still queued then reads the newer
-    # body, under its older version: the newer event that follows leaves the same document.)
-    ref = await stored_if_large(buckets, options.organization_id, f"{document_id}/body", body)  # _body_object
+    # body, under its older version: the newer event that follows leaves the same document.) Named as
+    # _body_object names it.
+    ref = await stored_if_large(buckets, options.organization_id, f"{document_id}/body", body)
     payload = DocumentUpserted(
         document_id=document_id,
         organization_id=options.organization_id,
