@@ -139,3 +139,21 @@ async def test_bm25_counts_a_title_once_however_many_passages_repeat_it(
     ids = {name: uuid.uuid4() for name in heading_corpus()}
     await _publish_all(js, nats_client, org, {ids[name]: doc for name, doc in heading_corpus().items()})
     assert (await _lexical_ids(org, "zebra"))[:2] == [str(ids["note"]), str(ids["handbook"])]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "lexical", "semantic"])
+async def test_a_snippet_shows_the_query_word_far_into_its_passage(org: Org, mode: str) -> None:
+    """Before: the snippet was the passage's first 280 characters, which a word further on is not in (QA 32)."""
+    word = f"okapi{uuid.uuid4().hex[:8]}"
+    lead = " ".join(["The savanna survey lists many grazing animals by region and by season."] * 6)
+    body = f"{lead} The {word} was seen at the river at dusk. {lead}"
+    created = await org.admin.post(
+        "/api/memory/documents", params={"wait": "true"}, json={"title": "Survey", "body": body}
+    )
+    assert created.status_code == 201, created.text
+
+    found = await org.member.get("/api/memory", params={"q": word, "mode": mode})
+
+    (item,) = [item for item in found.json()["items"] if item["id"] == created.json()["id"]]
+    assert f"The {word} was seen at the river at dusk." in item["snippet"]
+    assert item["snippet"].startswith("…")

@@ -249,8 +249,9 @@ async def _ranked_page(
         texts = [passage_text(rows.get(doc)) for doc, _ in head]
         fused = await reranking.reorder(request.q or "", head, texts) + fused[len(head) :]
     window = fused[offset : offset + request.limit]
+    starts = items.word_starts(request.q, legs.weights)
     page: list[MemoryItem] = [
-        items.to_item(rows[doc], _snippet(rows[doc]), score) for doc, score in window if doc in rows
+        items.to_item(rows[doc], _snippet(rows[doc], starts), score) for doc, score in window if doc in rows
     ]
     has_more = len(fused) > offset + request.limit
     next_state = {"k": _query_key(request), "o": offset + request.limit, "d": depth}
@@ -258,7 +259,8 @@ async def _ranked_page(
     return FeedPage(items=page, next_cursor=next_cursor)
 
 
-def _snippet(row: Any) -> str:
-    """The passage the legs matched; the start of the body when that passage is gone: the document was
-    re-indexed between the legs and the page's rows, whose one statement gives its new title and body."""
-    return items.shorten(row.passage or row.body_head or "")
+def _snippet(row: Any, word_starts: list[str]) -> str:
+    """The passage the legs matched, around the query's words; the start of the body when that passage is
+    gone: the document was re-indexed between the legs and the page's rows, whose one statement gives its
+    new title and body."""
+    return items.shorten(row.passage or row.body_head or "", around=word_starts)

@@ -1,5 +1,6 @@
 """Turn document rows into `MemoryItem`s, with Work, Mission and Team joined in."""
 
+import re
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -53,11 +54,40 @@ LEFT JOIN kb_chunks c ON c.organization_id = :org AND c.id = picked.chunk_id
 """
 
 
-def shorten(passage: str, limit: int = SNIPPET_CHARS) -> str:
+def shorten(passage: str, limit: int = SNIPPET_CHARS, around: Sequence[str] = ()) -> str:
+    """The passage on one line, cut to about `limit` characters at a space. With `around` (word starts,
+    most telling first), the cut keeps the first place one of them begins a word, when it lies further on."""
     flat = " ".join(passage.split())
     if len(flat) <= limit:
         return flat
-    return flat[:limit].rsplit(" ", 1)[0] + "…"
+    start = _start_before(flat, _first_match(flat, around), limit)
+    cut = flat[start : start + limit]
+    return ("…" if start else "") + (cut if start + limit >= len(flat) else cut.rsplit(" ", 1)[0] + "…")
+
+
+def _first_match(flat: str, around: Sequence[str]) -> int | None:
+    lowered = flat.lower()
+    for start in around:  # the most telling word that occurs wins over an earlier, commoner one
+        if start and (found := re.search(rf"(?<!\w){re.escape(start.lower())}", lowered)):
+            return found.start()
+    return None
+
+
+def _start_before(flat: str, at: int | None, limit: int) -> int:
+    """Where to start so that a match at `at` shows with some words before it; 0 when it shows from the start."""
+    if at is None or at < limit * 3 // 4:
+        return 0
+    start = min(at - limit // 4, len(flat) - limit)
+    return flat.find(" ", start) + 1 or start
+
+
+def word_starts(q: str | None, weights: Mapping[str, float]) -> list[str]:
+    """What a query's words begin with, most telling first: the lexical leg's stems by weight when it ran,
+    else the query's own words, a few letters short of an inflection (`rhinoceroses` → `rhinocero`)."""
+    if weights:
+        return sorted(weights, key=lambda stem: -weights[stem])
+    words = sorted({word for word in re.findall(r"\w+", (q or "").lower()) if len(word) > 2}, key=len, reverse=True)
+    return [word[: max(3, len(word) - 3)] for word in words]
 
 
 def to_item(row: Any, snippet: str, score: float | None = None) -> MemoryItem:
