@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from tqdm import tqdm
 
 from cortex_cli.unreachable import connect_nats
 from cortex_contracts import subjects
-from cortex_contracts.base import is_blank
+from cortex_contracts.base import WireModel, is_blank
 from cortex_contracts.documents import (
     TYPE_DOCUMENT_DELETED,
     TYPE_DOCUMENT_UPSERTED,
@@ -108,6 +109,25 @@ def _inline_text(data: bytes) -> str | None:
     return text if len(text) <= MAX_TEXT_CHARS else None
 
 
+async def _announce(
+    buckets: Buckets,
+    event_type: str,
+    subject_of: Callable[[uuid.UUID], str],
+    about: uuid.UUID,
+    payload: WireModel,
+    options: IngestOptions,
+) -> None:
+    """Publish `payload` as an event about `about`, on the organization's subject `subject_of` names."""
+    event = new_envelope(
+        event_type=event_type,
+        source=SOURCE,
+        org_id=options.organization_id,
+        subject=str(about),
+        data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
+    )
+    await publish_event(buckets.js, subject_of(options.organization_id), event)
+
+
 def _body_object(options: IngestOptions, document_id: uuid.UUID) -> ObjectRef:
     return ObjectRef.owned(BODY_BUCKET, options.organization_id, f"{document_id}/body")
 
@@ -135,14 +155,7 @@ async def _publish_document(buckets: Buckets, path: Path, body: str, options: In
         source="cli",
         version=_version(),
     )
-    event = new_envelope(
-        event_type=TYPE_DOCUMENT_UPSERTED,
-        source=SOURCE,
-        org_id=options.organization_id,
-        subject=str(document_id),
-        data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
-    )
-    await publish_event(buckets.js, subjects.kb_document_upserted(options.organization_id), event)
+    await _announce(buckets, TYPE_DOCUMENT_UPSERTED, subjects.kb_document_upserted, document_id, payload, options)
 
 
 async def _publish_upload(
@@ -169,28 +182,14 @@ async def _publish_upload(
         tags=list(options.tags),
         version=_version(),
     )
-    event = new_envelope(
-        event_type=TYPE_UPLOAD_CREATED,
-        source=SOURCE,
-        org_id=options.organization_id,
-        subject=str(upload_id),
-        data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
-    )
-    await publish_event(buckets.js, subjects.kb_upload_created(options.organization_id), event)
+    await _announce(buckets, TYPE_UPLOAD_CREATED, subjects.kb_upload_created, upload_id, payload, options)
     return upload_id
 
 
 async def _retract(buckets: Buckets, document_id: uuid.UUID, stored_as: ObjectRef, options: IngestOptions) -> None:
     """Delete the document, and the object that held its body or file (when it was large enough for one)."""
     payload = DocumentDeleted(document_id=document_id, organization_id=options.organization_id, version=_version())
-    event = new_envelope(
-        event_type=TYPE_DOCUMENT_DELETED,
-        source=SOURCE,
-        org_id=options.organization_id,
-        subject=str(document_id),
-        data=payload.model_dump(mode="json", by_alias=True, exclude_none=True),
-    )
-    await publish_event(buckets.js, subjects.kb_document_deleted(options.organization_id), event)
+    await _announce(buckets, TYPE_DOCUMENT_DELETED, subjects.kb_document_deleted, document_id, payload, options)
     with contextlib.suppress(ObjectNotFoundError):
         await (await buckets.get(stored_as.bucket)).delete(stored_as.name)
 
