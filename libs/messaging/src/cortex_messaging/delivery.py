@@ -62,16 +62,22 @@ def _names(org_token: str, org_id: UUID) -> bool:
         return False
 
 
-EARLIEST_EVENT = datetime(1970, 1, 1, tzinfo=UTC)
+# The earliest moment an event, a document or an entry may claim: year 1 was stored as -infinity.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 # Publishers' clocks run a little apart; further ahead is a wrong clock or a made-up time, which would be
 # stored as when a document changed or an entry was remembered (and order uploads without a version).
 CLOCK_SKEW = timedelta(hours=1)
 
 
+def as_utc(moment: datetime) -> datetime:
+    """A moment without a zone is UTC, as PostgreSQL reads it."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
 def _check_time(moment: datetime) -> None:
-    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)  # as PostgreSQL reads it
-    if aware < EARLIEST_EVENT:
-        raise PoisonMessage(f"event time {moment.isoformat()} is before {EARLIEST_EVENT.isoformat()}")
+    aware = as_utc(moment)
+    if aware < EARLIEST:
+        raise PoisonMessage(f"event time {moment.isoformat()} is before {EARLIEST.isoformat()}")
     if aware - datetime.now(UTC) > CLOCK_SKEW:
         raise PoisonMessage(f"event time {moment.isoformat()} is ahead of this clock by more than {CLOCK_SKEW}")
 

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 import asyncpg
@@ -26,7 +26,7 @@ from cortex_indexer.embedding_space import EmbeddingSpace
 from cortex_indexer.outbox import OutboxRelay, stage
 from cortex_indexer.reports import report_message
 from cortex_indexer.vector_mirror import mirror_or_defer
-from cortex_messaging.delivery import PoisonMessage
+from cortex_messaging.delivery import CLOCK_SKEW, EARLIEST, PoisonMessage, as_utc
 from cortex_store.database import autocommit_connection, driver_connection
 from cortex_store.tenancy import bind_organization, org_transaction
 
@@ -38,13 +38,6 @@ FAILED = "failed"  # status of a document whose file could not be read
 UNKNOWN_ORGANIZATION = "CXORG"
 OTHER_ORGANIZATIONS_DOCUMENT = "CXOWN"
 OTHER_EMBEDDING_SPACE = "CXSPC"
-
-
-# How far a document's updatedAt may run ahead of the event reporting it: the clocks of a KB service and of
-# its publisher may differ a little. Beyond that it is an error (year 9999 would top the newest-first feed).
-UPDATED_AHEAD_TOLERANCE = timedelta(hours=1)
-# The earliest moment a document or entry may claim: year 1 was stored as -infinity (asyncpg's datetime.min).
-EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class UnknownOrganization(Exception):
@@ -158,20 +151,18 @@ async def _embed_changed(
     return [known.get(chunk.content_hash) or fresh[chunk.content_hash] for chunk in chunks]
 
 
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)  # as PostgreSQL reads it
-
-
 def check_moment(name: str, moment: datetime | None, event_time: datetime) -> None:
-    """A document or entry cannot change after the event that reports the change, nor before 1970."""
+    """A document or entry cannot change after the event that reports the change (but for the clocks of a KB
+    service and of its publisher differing a little: year 9999 would top the newest-first feed), nor before
+    1970."""
     if moment is None:
         return
-    if _aware(moment) - _aware(event_time) > UPDATED_AHEAD_TOLERANCE:
+    if as_utc(moment) - as_utc(event_time) > CLOCK_SKEW:
         raise PoisonMessage(
             f"{name} {moment.isoformat()} is after the event's time {event_time.isoformat()} "
-            f"(by more than {UPDATED_AHEAD_TOLERANCE})"
+            f"(by more than {CLOCK_SKEW})"
         )
-    if _aware(moment) < EARLIEST:
+    if as_utc(moment) < EARLIEST:
         raise PoisonMessage(f"{name} {moment.isoformat()} is before {EARLIEST.isoformat()}")
 
 
