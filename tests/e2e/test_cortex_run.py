@@ -267,16 +267,8 @@ def test_a_number_of_copies_that_is_not_one_or_more_is_refused(tmp_path: Path) -
             "cortex-indexer cannot start: CORTEX_INDEXER_LOG_LEVEL: Input should be 'DEBUG', 'INFO',",
         ),
         ({"CORTEX_PLUGIN_EMBEDDER": "openai"}, "the OpenAI-compatible embedder needs CORTEX_EMBEDDER_OPENAI_BASE_URL"),
-        (
-            {"CORTEX_PLUGIN_EMBEDDER": "bogus"},
-            "CORTEX_PLUGIN_EMBEDDER=bogus: embedder plugin 'bogus' is not installed (installed: local,",
-        ),
-        (  # before: a misspelt pin pinned nothing, silently
-            {"CORTEX_PLUGIN_RERANKR": "http"},
-            "CORTEX_PLUGIN_RERANKR names no plugin category (categories: extractor, chunker, embedder,",
-        ),
     ],
-    ids=["invalid-setting", "not-configured", "not-installed", "misspelt-pin"],
+    ids=["invalid-setting", "not-configured"],
 )
 def test_a_configuration_the_services_cannot_run_with_stops_the_run_at_once_saying_why(
     tmp_path: Path, pin: dict[str, str], why: str
@@ -294,3 +286,33 @@ def test_a_configuration_the_services_cannot_run_with_stops_the_run_at_once_sayi
     assert "Cortex is running" not in done.stdout  # before: said first, as the services started
     assert "restarting" not in done.stdout
     assert "Traceback" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("pin", "why"),
+    [
+        (
+            {"CORTEX_PLUGIN_EMBEDDER": "bogus"},
+            "CORTEX_PLUGIN_EMBEDDER=bogus: embedder plugin 'bogus' is not installed (installed: local,",
+        ),
+        (  # names are exact: before, refused only by the services, once PostgreSQL and NATS had started
+            {"CORTEX_PLUGIN_VECTOR_STORE": "QDRANT"},
+            "CORTEX_PLUGIN_VECTOR_STORE=QDRANT: vector_store plugin 'QDRANT' is not installed (installed: pgvector,",
+        ),
+        (  # before: a misspelt pin pinned nothing, silently
+            {"CORTEX_PLUGIN_RERANKR": "http"},
+            "CORTEX_PLUGIN_RERANKR names no plugin category (categories: extractor, chunker, embedder,",
+        ),
+    ],
+    ids=["not-installed", "letter-case", "misspelt-pin"],
+)
+def test_a_pin_that_names_no_plugin_or_no_category_is_refused_before_anything_starts(
+    tmp_path: Path, pin: dict[str, str], why: str
+) -> None:
+    env = {**run_env(tmp_path / "data", free_port("127.0.0.1")), **pin}
+
+    done = subprocess.run([CORTEX, "run"], env=env, capture_output=True, text=True, timeout=START_SECONDS, check=False)
+
+    assert done.returncode == 2, done.stdout
+    assert f"cannot start: {why}" in done.stdout
+    assert not (tmp_path / "data" / "pg").exists()  # refused before any server started

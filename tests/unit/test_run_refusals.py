@@ -15,3 +15,18 @@ def test_a_qdrant_server_or_pgvector_runs() -> None:
     assert refusal({"CORTEX_PLUGIN_VECTOR_STORE": "qdrant", "CORTEX_QDRANT_URL": "http://qdrant:6333"}) is None
     assert refusal({"CORTEX_PLUGIN_VECTOR_STORE": "pgvector"}) is None
     assert refusal({}) is None
+
+
+def test_a_pin_is_checked_against_the_installed_plugins_names_as_the_services_read_it() -> None:
+    upper_case = refusal({"CORTEX_PLUGIN_VECTOR_STORE": "QDRANT"})
+    assert upper_case == (
+        "CORTEX_PLUGIN_VECTOR_STORE=QDRANT: vector_store plugin 'QDRANT' is not installed (installed: pgvector, qdrant)"
+    )
+    # Variable names in any case, values stripped, as pydantic-settings reads them in the services.
+    assert refusal({"cortex_plugin_reranker": " nope "}) == (
+        "CORTEX_PLUGIN_RERANKER=nope: reranker plugin 'nope' is not installed (installed: http, none)"
+    )
+    assert refusal({"cortex_plugin_vector_store": " qdrant"}) == LOCAL_QDRANT_REFUSED
+    assert "CORTEX_PLUGIN_RERANKR names no plugin category" in (refusal({"CORTEX_PLUGIN_RERANKR": "http"}) or "")
+    assert refusal({"CORTEX_PLUGIN_EXTRACTOR": "anything"}) is None  # ignored: every extractor is used
+    assert refusal({"CORTEX_PLUGIN_RERANKER": "http", "CORTEX_PLUGIN_EMBEDDER": ""}) is None

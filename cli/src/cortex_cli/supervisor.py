@@ -27,6 +27,8 @@ from typing import IO, Any, Self, TextIO
 from cortex_cli.restarts import RestartPolicy
 from cortex_embedded_servers import EmbeddedNats, EmbeddedPostgres, free_port, port_is_free
 from cortex_gateway.settings import GatewaySettings
+from cortex_plugins.registry import PluginRegistry
+from cortex_plugins.settings import pins_in, unknown_pin_variables
 from cortex_supervision.lifeline import LIFELINE_ENV
 from cortex_supervision.readiness import READY, READY_ENV
 from cortex_supervision.service_run import CANNOT_START
@@ -451,8 +453,12 @@ def gateway_address(environment: Mapping[str, str]) -> tuple[str, str]:
 
 def refusal(environment: Mapping[str, str]) -> str | None:
     """Why this configuration cannot run as separate services, or None."""
-    pin = environment.get("CORTEX_PLUGIN_VECTOR_STORE", "").strip()  # as the services read it
-    if pin == "qdrant" and not environment.get("CORTEX_QDRANT_URL", "").strip():
+    pins = pins_in(environment)
+    # Each service would refuse these too, but only once the embedded servers had started for it.
+    misnamed = PluginRegistry(pins=pins, unknown=unknown_pin_variables(environment)).naming_refusals()
+    if misnamed:
+        return "; ".join(misnamed)
+    if pins.get("vector_store") == "qdrant" and not environment.get("CORTEX_QDRANT_URL", "").strip():
         return LOCAL_QDRANT_REFUSED
     host, port = gateway_address(environment)
     # Else the gateway fails to bind, is restarted five times, and the run ends; a port that is not a

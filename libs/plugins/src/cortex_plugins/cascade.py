@@ -7,7 +7,7 @@ What happens when a rung names something unusable (not installed, or failed to l
   passed over and why — an uninstalled or broken plugin must not stop an organization's service.
 """
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -51,12 +51,17 @@ class Selection:
         return "; ".join(self.notes) or None
 
 
+def not_installed(installed: Iterable[str], name: str) -> str | None:
+    """Why `name` cannot be used when it is not among the installed names, or None if it is."""
+    names = sorted(set(installed))
+    return None if name in names else f"{name!r} is not installed (installed: {', '.join(names) or 'none'})"
+
+
 def _unusable(candidates: dict[str, CandidateLike], name: str) -> str | None:
     """Why `name` cannot be used, or None if it can."""
     found = candidates.get(name)
     if found is None:
-        installed = ", ".join(sorted(candidates)) or "none"
-        return f"{name!r} is not installed (installed: {installed})"
+        return not_installed(candidates, name)
     if not found.loaded:
         return f"{name!r} {'failed to load' if found.configured else 'is not configured'}: {found.error}"
     return None

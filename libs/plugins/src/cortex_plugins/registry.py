@@ -14,7 +14,7 @@ from dataclasses import replace
 from dotenv import dotenv_values
 
 from cortex_plugins import discovery
-from cortex_plugins.cascade import Selection, select
+from cortex_plugins.cascade import Selection, not_installed, select
 from cortex_plugins.categories import CATEGORIES, Category, category, env_var
 from cortex_plugins.discovery import EntryPointLike
 from cortex_plugins.errors import PluginChoiceError, PluginUnavailable
@@ -79,17 +79,30 @@ class PluginRegistry:
     def pin(self, category_name: str) -> str | None:
         return self._pins.get(category_name)
 
+    def naming_refusals(self) -> list[str]:
+        """The refusals seen without loading a plugin: `CORTEX_PLUGIN_*` variables that name no category, and
+        pins that name no installed plugin (`cortex run` checks these before it starts anything)."""
+        refusals = self._unknown_categories()
+        for category_name, pin in sorted(self._pins.items()):
+            installed = (entry.name for entry in self._entries(category_name))
+            if category(category_name).selectable and (problem := not_installed(installed, pin)):
+                refusals.append(f"{env_var(category_name)}={pin}: {category_name} plugin {problem}")
+        return refusals
+
     def pin_refusals(self) -> list[str]:
         """Why pins cannot be honoured: a pin is an operator's order, so a service refuses to start on a plugin
         that is not installed, not configured or broken, rather than run on another (extractor pins are ignored)."""
-        categories = ", ".join(each.name for each in CATEGORIES)
-        refusals = [f"{name} names no plugin category (categories: {categories})" for name in self._unknown]
+        refusals = self._unknown_categories()
         for category_name in sorted(self._pins):
             if category(category_name).selectable:
                 chosen = self.selection(category_name)
                 if chosen.name is None:
                     refusals.append(chosen.detail or f"{env_var(category_name)} names no usable plugin")
         return refusals
+
+    def _unknown_categories(self) -> list[str]:
+        categories = ", ".join(each.name for each in CATEGORIES)
+        return [f"{name} names no plugin category (categories: {categories})" for name in self._unknown]
 
     def selection(self, category_name: str, org_choice: str | None = None) -> Selection:
         """The cascade for this category with what is installed here (not for non-selectable categories)."""

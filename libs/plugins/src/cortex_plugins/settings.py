@@ -1,6 +1,6 @@
 """The environment pins, `CORTEX_PLUGIN_<CATEGORY>=name`: read once, by the composition root."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -31,3 +31,10 @@ def unknown_pin_variables(variables: Iterable[str]) -> list[str]:
     """`CORTEX_PLUGIN_*` variables that name no category: a misspelt pin (`CORTEX_PLUGIN_RERANKR`) pins nothing."""
     known = {env_var(each.name) for each in CATEGORIES}
     return sorted({name for name in variables if name.upper().startswith(ENV_PREFIX) and name.upper() not in known})
+
+
+def pins_in(variables: Mapping[str, str]) -> dict[str, str]:
+    """The pins these variables set, read as `PluginSettings` reads the environment (names in any case,
+    values stripped): for a process that checks another's environment before starting it."""
+    values = {name.upper(): value.strip() for name, value in variables.items()}
+    return {each.name: values[env_var(each.name)] for each in CATEGORIES if values.get(env_var(each.name))}
