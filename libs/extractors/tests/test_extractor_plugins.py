@@ -6,14 +6,15 @@ from importlib.metadata import entry_points
 import pytest
 
 from cortex_extractors import Extracted, extract, media_types, registry
+from cortex_extractors.errors import CorruptFile, ExtractorFailed
 from cortex_plugins.testing import FakeEntryPoint
 
 
 @pytest.fixture(autouse=True)
 def fresh_registry() -> Iterator[None]:
-    registry.extractors.cache_clear()
+    registry._by_media_type.cache_clear()
     yield
-    registry.extractors.cache_clear()
+    registry._by_media_type.cache_clear()
 
 
 def test_the_built_ins_are_registered_as_entry_points() -> None:
@@ -56,3 +57,20 @@ def test_a_plugin_replaces_a_built_in_for_its_media_type(monkeypatch: pytest.Mon
 
     assert extract(media_types.PLAIN_TEXT, b"quiet").text == "QUIET"
     assert extract(media_types.MARKDOWN, b"# md").text == "# md"
+
+
+def test_a_plugin_that_raises_is_named_as_the_failure_not_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    class Buggy:
+        media_types = frozenset({"text/csv"})
+
+        def extract(self, data: bytes, filename: str | None) -> Extracted:
+            raise KeyError("delimiter")
+
+    monkeypatch.setattr(registry, "entry_points", lambda group: [FakeEntryPoint("csv", "csv_plugin:x", Buggy())])
+
+    with pytest.raises(ExtractorFailed) as failed:
+        extract("text/csv", b"a,b", "t.csv")
+    # Before: "corrupt: not a readable text/csv file (KeyError: 'delimiter')", blaming the file.
+    assert failed.value.summary == "extractor failed: the 'csv' extractor plugin raised KeyError: 'delimiter'"
+    with pytest.raises(CorruptFile):  # a built-in parser's exception is the malformed file's
+        extract(media_types.PDF, b"%PDF-1.7 garbage")

@@ -24,6 +24,13 @@ class CorruptFile(ExtractionError):
     kind = "corrupt"
 
 
+class ExtractorFailed(ExtractionError):
+    """An extractor plugin raised something other than an `ExtractionError`: the plugin may be at fault, not
+    the file (the built-in parsers' exceptions on malformed input are the file's: `CorruptFile`)."""
+
+    kind = "extractor failed"
+
+
 class EncryptedFile(ExtractionError):
     kind = "encrypted"
 
