@@ -16,7 +16,8 @@ one run made to repeat them: the aggregator keeps recent query vectors, so the m
 embed every query, and then the same searches are sent again (as a next page or a facet clicked
 beside a search would be) to show what the kept vectors save. A sanity check searches the small
 organization (it must find its own documents, and only those), and its latency is measured too, as is
-one client alone. With `--explain` (the default, embedded PostgreSQL only) every statement of one search
+one client alone, and the facet counts of the measured queries (`GET /api/memory/facets?q=`). With
+`--explain` (the default, embedded PostgreSQL only) every statement of one search
 is captured from the server log and EXPLAIN ANALYZEd (bench/explain.py; plans in
 bench/results/search-explain.txt).
 
@@ -101,9 +102,17 @@ class Run:
 
 
 async def fire(
-    base_url: str, headers: dict[str, str], queries: Sequence[str], total: int, concurrency: int, limit: int
+    base_url: str,
+    headers: dict[str, str],
+    queries: Sequence[str],
+    total: int,
+    concurrency: int,
+    limit: int,
+    *,
+    facets: bool = False,
 ) -> Run:
-    """`total` searches from `concurrency` clients, each sending its next request when the last returns."""
+    """`total` searches from `concurrency` clients, each sending its next request when the last returns
+    (with `facets`, the facet counts of each query instead: `GET /api/memory/facets?q=`)."""
     counter = itertools.count()
     latencies: list[float] = []
     errors: dict[str, int] = {}
@@ -116,7 +125,10 @@ async def fire(
                 q = queries[index % len(queries)]
                 started = time.perf_counter()
                 try:
-                    status, raw = await http.get("/api/memory", {"q": q, "limit": limit})
+                    if facets:
+                        status, raw = await http.get("/api/memory/facets", {"q": q})
+                    else:
+                        status, raw = await http.get("/api/memory", {"q": q, "limit": limit})
                     body = json.loads(raw)
                 except (HttpError, ValueError) as exc:
                     errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
@@ -126,7 +138,7 @@ async def fire(
                     errors[str(status)] = errors.get(str(status), 0) + 1
                     continue
                 latencies.append(elapsed)
-                empty += not body["items"]
+                empty += not (body["status"] if facets else body["items"])  # every document has a status
 
     started = time.perf_counter()
     await asyncio.gather(*(client() for _ in range(concurrency)))
@@ -275,6 +287,7 @@ async def measure_size(
         dep.base_url, small.headers, deck.take(SMALL_ORG_REQUESTS), SMALL_ORG_REQUESTS, args.concurrency, args.limit
     )
     alone = await fire(dep.base_url, big.headers, deck.take(args.single_requests), args.single_requests, 1, args.limit)
+    facets = await fire(dep.base_url, big.headers, queries, args.requests, args.concurrency, args.limit, facets=True)
     return {
         "size": size,
         "latency_ms": latency_summary(run.latencies) if run.latencies else None,
@@ -293,6 +306,9 @@ async def measure_size(
         "repeated_latency_ms": latency_summary(again.latencies) if again.latencies else None,
         "repeated_errors": again.errors,
         "repeated_cpu_ms_per_request": _ms_per_request(cpu_again, served),
+        "facets_latency_ms": latency_summary(facets.latencies) if facets.latencies else None,
+        "facets_errors": facets.errors,
+        "facets_empty": facets.empty_results,
     }
 
 
@@ -408,6 +424,14 @@ def _print_size(result: dict[str, Any]) -> None:
             f"        the same searches again (query vectors kept): p50 {repeated['p50']:.1f} ms  p99 "
             f"{repeated['p99']:.1f} ms; aggregator CPU {result['repeated_cpu_ms_per_request']['aggregator']:.1f} "
             f"ms a search, against {result['cpu_ms_per_request']['aggregator']:.1f} when each was new",
+            flush=True,
+        )
+    facets = result["facets_latency_ms"]
+    if facets is not None:
+        print(
+            f"        the facet counts of the same queries (GET /api/memory/facets?q=): p50 {facets['p50']:.1f} ms  "
+            f"p99 {facets['p99']:.1f} ms (errors {result['facets_errors'] or 'none'}, "
+            f"{result['facets_empty']} counting nothing)",
             flush=True,
         )
 

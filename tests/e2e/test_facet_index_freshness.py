@@ -243,7 +243,7 @@ async def test_an_index_dropped_for_space_is_loaded_again(setup: Setup) -> None:
         await upsert(connection, setup.org, uuid.uuid4(), "spec")
         assert await setup.types() == {"spec": 1}
         assert setup.org in setup.indexes
-        assert await setup.indexes.count(other, lambda index: index.documents) == 0
+        assert await setup.indexes.count(other, lambda index, _: index.documents) == 0
         assert setup.org not in setup.indexes  # dropped: one organization at most
         await upsert(connection, setup.org, uuid.uuid4(), "spec")
         assert await setup.types() == {"spec": 2}

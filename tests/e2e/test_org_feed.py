@@ -217,3 +217,44 @@ async def test_a_tag_spelt_with_a_combining_accent_is_the_same_tag(
     for spelling in (composed, decomposed):
         listed = (await org.member.get("/api/memory", params={"tag": spelling})).json()["items"]
         assert {item["id"] for item in listed} == {str(document) for document in documents}
+
+
+async def test_facets_with_a_search_text_count_only_the_documents_that_contain_its_words(
+    org: Org, js: JetStreamContext, nats_client: NATS
+) -> None:
+    docs = [
+        (uuid.uuid4(), "spec", "alpha", "Pricing tiers of the annual plans."),
+        (uuid.uuid4(), "runbook", "alpha", "How we priced the migration."),  # "priced", as "pricing": price
+        (uuid.uuid4(), "spec", "beta", "Deploying the search cluster."),
+        (uuid.uuid4(), "runbook", "beta", "Rotating database credentials."),
+    ]
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+    for doc_id, doc_class, tag, body in docs:
+        event = upsert_event(org.id, doc_id, title="Note", body=body, version=1, docClass=doc_class, tags=[tag])
+        await publish_upsert(js, event)
+    for doc_id, *_ in docs:
+        await watcher.wait_for(doc_id, 1)
+    await watcher.stop()
+
+    async def counts(**params: str) -> dict[str, dict[str, int]]:
+        response = await org.member.get("/api/memory/facets", params=params)
+        assert response.status_code == 200, response.text
+        return {facet: {v["value"]: v["count"] for v in values} for facet, values in response.json().items()}
+
+    everything = await counts()
+    assert (everything["type"], everything["tag"]) == ({"spec": 2, "runbook": 2}, {"alpha": 2, "beta": 2})
+    assert await counts(q="  ") == everything  # blank: no search, as in the feed
+
+    # Before, `q` was refused as an unknown parameter: the counts could not follow a search.
+    pricing = await counts(q="pricing")
+    assert (pricing["type"], pricing["tag"]) == ({"spec": 1, "runbook": 1}, {"alpha": 2})
+    found = (await org.member.get("/api/memory", params={"q": "pricing", "mode": "lexical"})).json()["items"]
+    assert {item["id"] for item in found} == {str(docs[0][0]), str(docs[1][0])}
+
+    # Still disjunctive: the type facet ignores its own filter, the others honour it (and the search).
+    spec = await counts(q="pricing", type="spec")
+    assert (spec["type"], spec["tag"]) == ({"spec": 1, "runbook": 1}, {"alpha": 1})
+    either = await counts(q="pricing clusters")  # any of its words
+    assert either["tag"] == {"alpha": 2, "beta": 1}
+    stop_words = await counts(q="the of", type="spec")  # no word the lexical leg keeps: nothing matches
+    assert (stop_words["type"], stop_words["tag"]) == ({"spec": 0}, {})

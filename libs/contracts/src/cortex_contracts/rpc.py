@@ -65,6 +65,9 @@ class FeedPage(WireModel):
 
 class FacetsRequest(WireModel):
     organization_id: UUID
+    q: Query | None = Field(
+        default=None, description="Count only the documents with at least one of its words; absent = all."
+    )
     filters: FeedFilters = Field(default_factory=FeedFilters)
 
 

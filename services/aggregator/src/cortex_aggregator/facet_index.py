@@ -30,6 +30,8 @@ MICROSECOND = timedelta(microseconds=1)
 LOW_64 = (1 << 64) - 1
 MIN_COMPACT_PAIRS = 4096
 
+WITHIN = ""  # the key of the restriction to given documents among the filter masks (no facet's name)
+
 K = TypeVar("K", bound=Hashable)
 Mask = NDArray[np.bool_]
 
@@ -248,9 +250,19 @@ class OrgIndex:
                 rows &= mask
         return rows
 
-    def count(self, filters: FeedFilters, facets: Sequence[str]) -> dict[str, Counted]:
-        """Each facet's counts over the documents that pass every active filter but its own."""
+    def slots_of(self, ids: Iterable[uuid.UUID]) -> Mask:
+        """The slots of these documents (those the index holds)."""
+        mask = np.zeros(self._used, dtype=np.bool_)
+        slots = self._slots
+        mask[[slot for doc_id in ids if (slot := slots.get(doc_id.int)) is not None]] = True
+        return mask
+
+    def count(self, filters: FeedFilters, facets: Sequence[str], within: Mask | None = None) -> dict[str, Counted]:
+        """Each facet's counts over the documents that pass every active filter but its own (and are `within`
+        these slots, when given)."""
         masks = self._masks(filters)
+        if within is not None:
+            masks[WITHIN] = within  # a filter no facet owns: every facet honours it
         passing: dict[str | None, Mask] = {}
         per_work: dict[str | None, NDArray[np.int64]] = {}
         counted: dict[str, Counted] = {}

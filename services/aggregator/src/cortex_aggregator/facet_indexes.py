@@ -68,6 +68,12 @@ FROM (SELECT pg_snapshot_xmin(pg_current_snapshot())::text AS xmin, {_CATALOG_CH
 LEFT JOIN kb_documents d ON d.organization_id = $1 AND d.changed_xid >= $2::text::xid8
 """
 
+# The documents with at least one of a search text's words, as the lexical leg reads them (retrieval.py).
+MATCHING_SQL = """
+SELECT DISTINCT p.document_id FROM kb_postings p
+WHERE p.organization_id = $1 AND p.lexeme = ANY(ARRAY(SELECT u.lexeme FROM unnest(to_tsvector('english', $2)) u))
+"""
+
 
 @asynccontextmanager
 async def snapshot_transaction(
@@ -110,15 +116,26 @@ class FacetIndexes:
     def _entry(self, organization_id: uuid.UUID) -> _Entry:
         return entry_of(self._entries, organization_id, _Entry, self._max)
 
-    async def count(self, organization_id: uuid.UUID, compute: Callable[[OrgIndex], T]) -> T:
-        """`compute` over the organization's index as of a snapshot taken after this call began."""
+    async def count(
+        self,
+        organization_id: uuid.UUID,
+        compute: Callable[[OrgIndex, list[uuid.UUID] | None], T],
+        *,
+        matching: str | None = None,
+    ) -> T:
+        """`compute` over the organization's index as of a snapshot taken after this call began; with
+        `matching` (a search text), also given the documents that contain at least one of its words."""
         entry = self._entry(organization_id)
         arrived = entry.started
         async with snapshot_transaction(self._sessions, organization_id) as session, entry.turn:
-            if entry.index is not None and entry.finished > arrived:  # a refresh that began after we arrived
-                return compute(entry.index)
-            number = entry.start()
-            return compute(await self._refreshed(entry, number, organization_id, session))
+            if entry.index is None or entry.finished <= arrived:  # else a refresh that began after we arrived did
+                await self._refreshed(entry, entry.start(), organization_id, session)
+            assert entry.index is not None
+            ids = None
+            if matching is not None:
+                rows = await (await driver_connection(session)).fetch(MATCHING_SQL, organization_id, matching)
+                ids = [row["document_id"] for row in rows]
+            return compute(entry.index, ids)
 
     async def read(
         self,

@@ -1,5 +1,9 @@
 """Disjunctive facet counts: each facet's counts honour every active filter except its own.
 
+With a search text, only the documents that contain at least one of its words are counted (as BM25 reads
+them: stemmed, stop words dropped). A search ranks only its best ~100 of them, but its words decide which
+documents are about it, whatever the ranking reaches; a text of stop words alone counts nothing.
+
 Counted from the organization's in-memory facet index (facet_index.py), brought up to date with one
 statement per request (facet_indexes.py): exact, and as of a snapshot taken after the request began.
 Per facet the 100 largest counts are shown (ties by label, then value), and a selected value stays as
@@ -48,16 +52,20 @@ def _with_selected(index: OrgIndex, request: FacetsRequest, found: dict[str, lis
             found[facet].append(_chip(value, _label(facet, value, name), 0))
 
 
-def counted(index: OrgIndex, request: FacetsRequest) -> dict[str, list[FacetValue]]:
+def counted(index: OrgIndex, request: FacetsRequest, matching: list[uuid.UUID] | None) -> dict[str, list[FacetValue]]:
+    """`matching`: the documents `request.q` matches, the only ones counted; None without a `q`."""
     catalog = index.catalog
     facets = [f for f in FACETS if (f != "mission" or catalog.has_missions) and (f != "team" or catalog.has_teams)]
-    found = {facet: _shown(counts) for facet, counts in index.count(request.filters, facets).items()}
+    within = None if matching is None else index.slots_of(matching)
+    found = {facet: _shown(counts) for facet, counts in index.count(request.filters, facets, within).items()}
     _with_selected(index, request, found)
     return found
 
 
 async def facets(indexes: FacetIndexes, request: FacetsRequest) -> Facets:
-    counts = await indexes.count(request.organization_id, lambda index: counted(index, request))
+    counts = await indexes.count(
+        request.organization_id, lambda index, matching: counted(index, request, matching), matching=request.q
+    )
     return Facets(
         type=counts["type"],
         work=counts["work"],

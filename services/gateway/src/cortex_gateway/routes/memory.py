@@ -98,8 +98,21 @@ async def get_memory(
     summary="Facet values with disjunctive counts",
     responses=ERRORS,
 )
-async def get_facets(caller: CallerDep, res: ResourcesDep, filters: FiltersDep) -> Response:
-    request = FacetsRequest(organization_id=caller.organization_id, filters=filters)
+async def get_facets(
+    caller: CallerDep,
+    res: ResourcesDep,
+    filters: FiltersDep,
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=MAX_QUERY_CHARS,
+            pattern=NO_NUL,
+            description="Count only the documents that contain at least one of its words, as search's lexical "
+            "leg reads them (stemmed, stop words dropped); absent = every document.",
+        ),
+    ] = None,
+) -> Response:
+    request = FacetsRequest(organization_id=caller.organization_id, q=(q or "").strip() or None, filters=filters)
     return await relay_aggregator(res, subjects.RPC_AGGREGATOR_FACETS, request, FacetsReply, Facets)
 
 
