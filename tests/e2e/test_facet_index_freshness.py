@@ -46,7 +46,7 @@ class Setup:
 
     async def facets(self, **filters: list[Any]) -> Facets:
         request = FacetsRequest(organization_id=self.org, filters=FeedFilters.model_validate(filters))
-        return await facets(self.indexes, request)
+        return await facets(self.indexes, None, request)
 
     async def types(self, **filters: list[Any]) -> dict[str, int]:
         return {chip.value: chip.count for chip in (await self.facets(**filters)).type}

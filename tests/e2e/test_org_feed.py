@@ -8,10 +8,16 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 
+from cortex_aggregator.facet_indexes import FacetIndexes
+from cortex_aggregator.facets import facets
+from cortex_aggregator.lexical_indexes import LexicalIndexes
 from cortex_contracts.catalog import CatalogEntity
+from cortex_contracts.rpc import FacetsRequest, FeedFilters
+from cortex_store.database import make_engine, make_sessionmaker
 from tests.catalog_events import publish_catalog
 from tests.conftest import Org
 from tests.events import IndexedWatcher, delete_event, publish_delete, publish_upsert, upsert_event
+from tests.infrastructure import Infrastructure
 
 pytestmark = pytest.mark.e2e
 
@@ -220,7 +226,7 @@ async def test_a_tag_spelt_with_a_combining_accent_is_the_same_tag(
 
 
 async def test_facets_with_a_search_text_count_only_the_documents_that_contain_its_words(
-    org: Org, js: JetStreamContext, nats_client: NATS
+    org: Org, js: JetStreamContext, nats_client: NATS, migrated: Infrastructure
 ) -> None:
     docs = [
         (uuid.uuid4(), "spec", "alpha", "Pricing tiers of the annual plans."),
@@ -258,3 +264,17 @@ async def test_facets_with_a_search_text_count_only_the_documents_that_contain_i
     assert either["tag"] == {"alpha": 2, "beta": 1}
     stop_words = await counts(q="the of", type="spec")  # no word the lexical leg keeps: nothing matches
     assert (stop_words["type"], stop_words["tag"]) == ({"spec": 0}, {})
+
+    # In the aggregator, a search text's documents come from the BM25 index in memory once it is loaded, else
+    # from PostgreSQL's postings: both ways count the same.
+    engine = make_engine(migrated.app_database_url, pool_size=2)
+    try:
+        sessions = make_sessionmaker(engine)
+        indexes, lexical = FacetIndexes(sessions), LexicalIndexes(sessions)
+        await lexical.wait_loaded(org.id)
+        for q, filters in [("pricing", {}), ("pricing", {"type": ["spec"]}), ("pricing clusters", {}), ("the", {})]:
+            request = FacetsRequest(organization_id=org.id, q=q, filters=FeedFilters.model_validate(filters))
+            assert await lexical.matching(org.id, q) is not None  # (the index is loaded: the memory path runs)
+            assert await facets(indexes, lexical, request) == await facets(indexes, None, request), (q, filters)
+    finally:
+        await engine.dispose()

@@ -49,6 +49,8 @@ def assert_ranks_as_plain_bm25(
 ) -> None:
     ranked = index.rank(list(q.items()), n, K1, B)
     expected = plain_bm25(current, list(q.items()))
+    high, low = index.matching(q)  # what facets with `q` count: every live document with one of its words
+    assert {uuid.UUID(int=int(h) << 64 | int(lo)) for h, lo in zip(high, low, strict=True)} == set(expected)
     best = sorted(expected.items(), key=lambda item: (-item[1], item[0]))[:n]
     assert ranked.ids == [doc_id for doc_id, _ in best]
     assert ranked.scores == pytest.approx([score for _, score in best])

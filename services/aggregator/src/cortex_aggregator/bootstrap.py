@@ -139,7 +139,7 @@ class Aggregator:
                 RPC_AGGREGATOR_FACETS: rpc_handler(
                     models.FacetsRequest,
                     models.FacetsReply,
-                    lambda r: facets(indexes, r),
+                    lambda r: facets(indexes, ctx.lexical, r),
                 ),
                 RPC_AGGREGATOR_STATS: rpc_handler(models.StatsRequest, models.StatsReply, lambda r: stats(sessions, r)),
                 RPC_AGGREGATOR_ITEM: rpc_handler(

@@ -12,9 +12,10 @@ a chip with count 0 when nothing matches it.
 
 import uuid
 
-from cortex_aggregator.facet_index import Counted, OrgIndex
+from cortex_aggregator.facet_index import Counted, Mask, OrgIndex
 from cortex_aggregator.facet_indexes import FacetIndexes
 from cortex_aggregator.filters import FACETS, active_values
+from cortex_aggregator.lexical_indexes import LexicalIndexes
 from cortex_contracts.doc_classes import DOC_CLASSES
 from cortex_contracts.rpc import Facets, FacetsRequest, FacetValue
 
@@ -52,19 +53,30 @@ def _with_selected(index: OrgIndex, request: FacetsRequest, found: dict[str, lis
             found[facet].append(_chip(value, _label(facet, value, name), 0))
 
 
-def counted(index: OrgIndex, request: FacetsRequest, matching: list[uuid.UUID] | None) -> dict[str, list[FacetValue]]:
-    """`matching`: the documents `request.q` matches, the only ones counted; None without a `q`."""
+def counted(index: OrgIndex, request: FacetsRequest, within: Mask | None) -> dict[str, list[FacetValue]]:
+    """`within`: the slots of the documents `request.q` matches, the only ones counted; None without a `q`."""
     catalog = index.catalog
     facets = [f for f in FACETS if (f != "mission" or catalog.has_missions) and (f != "team" or catalog.has_teams)]
-    within = None if matching is None else index.slots_of(matching)
     found = {facet: _shown(counts) for facet, counts in index.count(request.filters, facets, within).items()}
     _with_selected(index, request, found)
     return found
 
 
-async def facets(indexes: FacetIndexes, request: FacetsRequest) -> Facets:
+async def facets(indexes: FacetIndexes, lexical: LexicalIndexes | None, request: FacetsRequest) -> Facets:
+    """With a `q`, its documents come from the organization's BM25 index in memory when that is loaded (~5 ms
+    at 100k documents), else from PostgreSQL's postings (~40 ms)."""
+    org, q = request.organization_id, request.q
+    in_memory = await lexical.matching(org, q) if q is not None and lexical is not None else None
+
+    def within(index: OrgIndex, ids: list[uuid.UUID] | None) -> Mask | None:
+        if in_memory is not None:
+            return index.slots_of_halves(*in_memory)
+        return None if ids is None else index.slots_of(ids)
+
     counts = await indexes.count(
-        request.organization_id, lambda index, matching: counted(index, request, matching), matching=request.q
+        org,
+        lambda index, ids: counted(index, request, within(index, ids)),
+        matching=q if in_memory is None else None,
     )
     return Facets(
         type=counts["type"],

@@ -208,6 +208,13 @@ class LexicalIndex:
                 tfs = np.concatenate([tfs, changed_tfs[start:end]])
         return slots, tfs
 
+    def matching(self, lexemes: Iterable[str]) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+        """The ids, as their high and low halves, of the live documents with at least one of these words."""
+        found = [self._postings_of(code)[0] for word in lexemes if (code := self._vocabulary.get(word)) is not None]
+        slots = np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=np.int32)
+        slots = slots[self._live[slots]]
+        return self._high[slots], self._low[slots]
+
     def rank(self, query: Sequence[tuple[str, int]], n: int, k1: float, b: float) -> Ranked:
         """The `n` best documents for the query's (lexeme, count in the query) pairs."""
         if self.live_documents == 0 or n <= 0:

@@ -23,9 +23,11 @@ import logging
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
+import numpy as np
+from numpy.typing import NDArray
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator.lexical_index import DocumentPostings, LexicalIndex, Ranked
@@ -35,6 +37,8 @@ from cortex_store.tenancy import org_transaction
 from cortex_telemetry.heap import collector_held
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 THREAD_ABOVE_DOCUMENTS = 500  # larger refreshes are applied off the event loop (holding the turn)
 RELOAD_ABOVE_DOCUMENTS = 2000  # more changed at once (a bulk import): load afresh, in SQL meanwhile
@@ -167,6 +171,32 @@ class LexicalIndexes:
     ) -> Ranked | None:
         """The lexical leg from memory, the index first brought to the present (on `connection`, asyncpg's,
         in a transaction bound to the organization); None while it loads."""
+        return await self._current(connection, organization_id, q, lambda index, query: index.rank(query, n, k1, b))
+
+    async def matching(
+        self, organization_id: uuid.UUID, q: str
+    ) -> tuple[NDArray[np.uint64], NDArray[np.uint64]] | None:
+        """The ids (halves) of the documents with at least one of `q`'s words, from the index brought to the
+        present in a transaction of its own; None while the index loads."""
+        entry = self._entry(organization_id)
+        if entry.index is None:
+            self._start_loading(organization_id, entry)
+            return None
+        async with org_transaction(self._sessions, organization_id) as session:
+            connection = await driver_connection(session)
+            return await self._current(
+                connection, organization_id, q, lambda index, query: index.matching(word for word, _ in query)
+            )
+
+    async def _current(
+        self,
+        connection: Any,
+        organization_id: uuid.UUID,
+        q: str,
+        use: Callable[[LexicalIndex, list[tuple[str, int]]], T],
+    ) -> T | None:
+        """`use` the index, brought to the present, with `q` as (lexeme, count) pairs, in the organization's
+        turn (another request may be applying changes in a thread meanwhile); None while the index loads."""
         entry = self._entry(organization_id)
         if entry.index is None:
             self._start_loading(organization_id, entry)
@@ -194,7 +224,7 @@ class LexicalIndexes:
                 self._within_budget(keep=organization_id)
             first = rows[0]
             query = list(zip(first["query_lexemes"] or (), first["query_counts"] or (), strict=True))
-            return index.rank(query, n, k1, b)
+            return use(index, query)
 
     async def _load(self, organization_id: uuid.UUID, entry: _Entry) -> None:
         started = time.perf_counter()
