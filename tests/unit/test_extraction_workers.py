@@ -3,13 +3,18 @@ that dies or is abandoned takes no file's result with it, and the next file is r
 
 import asyncio
 import os
+import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import psutil
 import pytest
 
-from cortex_extractors.errors import CorruptFile
+from cortex_contracts.uploads import UploadCreated
+from cortex_extractors.errors import CorruptFile, TooLarge
+from cortex_extractors.extracted import Extracted
+from cortex_indexer import extraction_workers as extraction_workers_module
+from cortex_indexer import uploads
 from cortex_indexer.extraction_workers import ExtractionWorkers, TooSlow, WorkerFailed
 from tests.slow_pdf import slow_pdf
 
@@ -88,3 +93,68 @@ async def test_a_reader_given_up_on_is_killed_with_its_worker(pool: Pool) -> Non
 
     assert not before & pool.pids()
     assert (await pool.workers.extract(*NOTE)).title == "Plan"
+
+
+async def test_a_worker_left_holding_much_memory_ends_after_its_reply_and_a_fresh_one_reads_the_next() -> None:
+    others = frozenset(extraction_workers())
+    workers = ExtractionWorkers(workers=1, timeout_seconds=5, retire_above_bytes=1)  # every worker is over 1 byte
+    try:
+        seen = []
+        for _ in range(3):
+            assert (await workers.extract(*NOTE)).title == "Plan"  # the reply still comes back
+            seen.append(extraction_workers() - others)
+        # Before, one worker read every file and kept the memory the largest took (1.3 GB after a DOCX).
+        assert all(not pids for pids in seen)  # each ended after its reply (and was reaped)
+    finally:
+        await workers.close()
+
+
+def test_a_file_that_runs_a_worker_out_of_memory_is_too_large_and_ends_that_worker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def out_of_memory(media_type: str, data: bytes, filename: str | None) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(extraction_workers_module, "extract", out_of_memory)
+    reply = extraction_workers_module._reply_to(*NOTE)
+    assert isinstance(reply, TooLarge) and reply.summary == "too large: reading it needs more than 2 GiB of memory"
+    assert extraction_workers_module._spent(reply, retire_above_bytes=2**62)
+
+
+async def test_a_file_is_fetched_only_in_its_turn_so_waiting_events_hold_no_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    steps: list[str] = []
+
+    async def read_bytes(*args: object, **kwargs: object) -> bytes:
+        steps.append("fetched")
+        await asyncio.sleep(0.01)
+        return NOTE[1]
+
+    workers = ExtractionWorkers(workers=1, timeout_seconds=5)
+    extract_in_turn = workers._extract_in_turn
+
+    async def extract(media_type: str, data: bytes, filename: str | None) -> Extracted:
+        extracted = await extract_in_turn(media_type, data, filename)
+        steps.append("extracted")
+        return extracted
+
+    monkeypatch.setattr(uploads, "read_bytes", read_bytes)
+    monkeypatch.setattr(workers, "_extract_in_turn", extract)
+    upload = UploadCreated.model_validate(
+        {
+            "uploadId": str(uuid.uuid4()),
+            "organizationId": str(uuid.uuid4()),
+            "filename": "plan.md",
+            "mediaType": "text/markdown",
+            "sizeBytes": len(NOTE[1]),
+            "object": {"bucket": "cortex-uploads", "name": "x/plan.md"},
+        }
+    )
+    try:
+        texts = await asyncio.gather(*(uploads._text(None, workers, upload, final=False) for _ in range(3)))  # type: ignore[arg-type]
+    finally:
+        await workers.close()
+    assert [text.title for text in texts] == ["Plan"] * 3
+    # Before: "fetched" three times first; every event waiting for the one worker held its file meanwhile.
+    assert steps == ["fetched", "extracted"] * 3

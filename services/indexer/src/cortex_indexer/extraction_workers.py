@@ -5,7 +5,8 @@ A parser cannot be stopped from outside a thread: a PDF built to be slow (9.5 KB
 waited behind it — every note, upload and memory entry with it. Here extraction runs in separate
 processes (`python -m cortex_indexer.extraction_workers`) at low CPU priority: one that overruns its time
 is killed and the file fails as too slow; one that asks for more memory than its budget fails as too
-large. A worker serves file after file; jobs and replies are pickles framed by their length on its
+large. A worker serves file after file, until one leaves it holding much memory (it then ends, and a
+fresh one reads the next); jobs and replies are pickles framed by their length on its
 stdin and stdout (the worker is our own program, so the pickles are trusted).
 """
 
@@ -17,6 +18,8 @@ import pickle
 import resource
 import struct
 import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 from typing import BinaryIO
 
 from cortex_extractors import ExtractionError, extract
@@ -27,6 +30,7 @@ log = logging.getLogger(__name__)
 
 NICENESS = 10  # below the model and the event loop: a slow file slows others' documents little
 MEMORY_LIMIT_BYTES = 2 * 2**30
+RETIRE_ABOVE_BYTES = 512 * 2**20  # a worker whose peak memory passed this ends after its reply
 FRAME = struct.Struct("!Q")
 
 Job = tuple[str, bytes, str | None]  # media type, the file's bytes, its name
@@ -38,6 +42,10 @@ class TooSlow(ExtractionError):
     kind = "too slow"
 
 
+class OutOfMemory(TooLarge):
+    """The file needed more than the worker's memory budget (which then ends: see `_spent`)."""
+
+
 class WorkerFailed(Exception):
     """The worker broke or died: not known to be the file's fault, so the event is retried."""
 
@@ -45,8 +53,10 @@ class WorkerFailed(Exception):
 class ExtractionWorkers:
     """At most `workers` files extracted at once, each within `timeout_seconds`."""
 
-    def __init__(self, workers: int, timeout_seconds: float) -> None:
+    def __init__(self, workers: int, timeout_seconds: float, retire_above_bytes: int = RETIRE_ABOVE_BYTES) -> None:
+        """`retire_above_bytes`: a worker whose peak memory passed this ends after its reply."""
         self.timeout_seconds = timeout_seconds
+        self._retire_above = retire_above_bytes
         self._workers = workers
         self._slots = asyncio.Semaphore(workers)
         self._idle: list[asyncio.subprocess.Process] = []
@@ -63,18 +73,33 @@ class ExtractionWorkers:
             sys.executable,
             "-m",
             __name__,
+            str(self._retire_above),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
         )
 
-    async def extract(self, media_type: str, data: bytes, filename: str | None) -> Extracted:
+    @asynccontextmanager
+    async def turn(self) -> AsyncIterator[Callable[[str, bytes, str | None], Awaitable[Extracted]]]:
+        """One of the `workers` turns, and the `extract` to call in it. A caller fetches the file's bytes in
+        its turn: fetched before, every event waiting for a turn held its file (up to 64 MiB each, 192
+        events at once) in the indexer's memory."""
         async with self._slots:
-            worker = self._live_idle() or await self._spawn()
-            try:
-                reply = await self._ask(worker, (media_type, data, filename))
-            except BaseException:  # timed out, cancelled or broken: what it is doing is unknown
-                await _kill(worker)
-                raise
+            yield self._extract_in_turn
+
+    async def extract(self, media_type: str, data: bytes, filename: str | None) -> Extracted:
+        async with self.turn() as extract:
+            return await extract(media_type, data, filename)
+
+    async def _extract_in_turn(self, media_type: str, data: bytes, filename: str | None) -> Extracted:
+        worker = self._live_idle() or await self._spawn()
+        try:
+            reply, spent = await self._ask(worker, (media_type, data, filename))
+        except BaseException:  # timed out, cancelled or broken: what it is doing is unknown
+            await _kill(worker)
+            raise
+        if spent:  # it ends by itself: reaped here, so that no file is handed to it meanwhile
+            await _kill(worker)
+        else:
             self._idle.append(worker)
         if isinstance(reply, BaseException):
             raise reply
@@ -89,7 +114,8 @@ class ExtractionWorkers:
                 return worker
         return None
 
-    async def _ask(self, worker: asyncio.subprocess.Process, job: Job) -> Reply:
+    async def _ask(self, worker: asyncio.subprocess.Process, job: Job) -> tuple[Reply, bool]:
+        """The worker's reply to the job, and whether the worker ends after it."""
         assert worker.stdin is not None and worker.stdout is not None
         try:
             payload = pickle.dumps(job)
@@ -97,7 +123,7 @@ class ExtractionWorkers:
             async with asyncio.timeout(self.timeout_seconds):
                 await worker.stdin.drain()
                 (size,) = FRAME.unpack(await worker.stdout.readexactly(FRAME.size))
-                reply: Reply = pickle.loads(await worker.stdout.readexactly(size))  # noqa: S301 - our own worker
+                reply: tuple[Reply, bool] = pickle.loads(await worker.stdout.readexactly(size))  # noqa: S301 - ours
         except TimeoutError:
             raise TooSlow(f"reading it took over {self.timeout_seconds:g} s") from None
         except (asyncio.IncompleteReadError, ConnectionError) as exc:
@@ -141,26 +167,38 @@ def _reply_to(media_type: str, data: bytes, filename: str | None) -> Reply:
     except ExtractionError as exc:
         return exc
     except MemoryError:
-        return TooLarge(f"reading it needs more than {MEMORY_LIMIT_BYTES // 2**30} GiB of memory")
+        return OutOfMemory(f"reading it needs more than {MEMORY_LIMIT_BYTES // 2**30} GiB of memory")
     except Exception as exc:  # noqa: BLE001 - sent to the indexer, which retries the event
         return WorkerFailed(f"{type(exc).__name__}: {exc}")
 
 
-def serve() -> None:
-    """The worker's loop: a job in on stdin, its reply out, until stdin closes."""
+def _spent(reply: Reply, retire_above_bytes: int) -> bool:
+    """Whether this worker ends after this reply: Python keeps the memory a large file took (QA 35: a worker
+    idled at 1.3 GB after one DOCX), and after a MemoryError its state is not to be trusted. The indexer
+    starts a fresh one for the next file."""
+    peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # (Linux reports KiB)
+    return isinstance(reply, OutOfMemory) or peak_bytes > retire_above_bytes
+
+
+def serve(retire_above_bytes: int) -> None:
+    """The worker's loop: a job in on stdin, its reply out, until stdin closes (or it is spent)."""
     os.nice(NICENESS)
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # whatever a parser prints goes to the log, not into a reply
     while (frame := _read_frame(sys.stdin.buffer)) is not None:
         job: Job = pickle.loads(frame)  # noqa: S301 - from the indexer that started this process
-        payload = pickle.dumps(_reply_to(*job))
+        reply = _reply_to(*job)
+        spent = _spent(reply, retire_above_bytes)
+        payload = pickle.dumps((reply, spent))
         replies.write(FRAME.pack(len(payload)) + payload)
         replies.flush()
+        if spent:
+            return
 
 
 if __name__ == "__main__":
     # By its own name, so the errors it sends pickle as cortex_indexer.extraction_workers.*, not __main__.*.
     from cortex_indexer.extraction_workers import serve as serve_by_name
 
-    serve_by_name()
+    serve_by_name(int(sys.argv[1]))

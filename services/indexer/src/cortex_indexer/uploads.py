@@ -63,9 +63,10 @@ async def _text(js: JetStreamContext, workers: ExtractionWorkers, upload: Upload
     if upload.object is None:
         return _Text(None, "", "missing: the event names no object holding the file")
     try:
-        data = await read_bytes(js, upload.object, owner=upload.organization_id, max_bytes=MAX_INPUT_BYTES)
-        kind = _media_type(upload, data)
-        extracted = await workers.extract(kind, data, upload.filename)
+        async with workers.turn() as extract:  # fetched in the turn: at most `workers` files held in memory
+            data = await read_bytes(js, upload.object, owner=upload.organization_id, max_bytes=MAX_INPUT_BYTES)
+            kind = _media_type(upload, data)
+            extracted = await extract(kind, data, upload.filename)
     except (UnreadableObject, ExtractionError) as exc:
         return _Text(None, "", _reason(exc))
     except WorkerFailed as exc:
