@@ -46,20 +46,21 @@ async def test_a_replaced_object_reads_as_its_new_content(js: JetStreamContext, 
 
 
 @pytest.mark.parametrize(
-    ("bucket_name", "name", "reason"),
+    ("bucket_name", "name", "kind", "reason"),
     [
-        (None, "nothing-here", "not found"),
-        ("no-such-bucket", "x", "not found"),
-        ("bad bucket name!", "x", "is not valid"),
-        (None, "big", "is over 0 MiB"),
+        (None, "nothing-here", "missing", "not found"),
+        ("no-such-bucket", "x", "missing", "not found"),
+        ("bad bucket name!", "x", "refused", "is not valid"),
+        (None, "big", "too large", "is over 0 MiB"),  # before: "missing", as every unreadable object
     ],
 )
 async def test_what_cannot_be_read_says_why(
-    js: JetStreamContext, bucket: ObjectStore, bucket_name: str | None, name: str, reason: str
+    js: JetStreamContext, bucket: ObjectStore, bucket_name: str | None, name: str, kind: str, reason: str
 ) -> None:
     await bucket.put(f"{OWNER}/big", b"x" * 2048)
-    with pytest.raises(UnreadableObject, match=reason):
+    with pytest.raises(UnreadableObject, match=reason) as refused:
         await read_bytes(js, ref(bucket_name or bucket._name, name), owner=OWNER, max_bytes=1024)
+    assert refused.value.kind == kind  # how a failed upload's reason begins
 
 
 async def test_content_that_does_not_match_its_recorded_digest_is_refused(

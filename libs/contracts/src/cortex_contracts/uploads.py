@@ -4,7 +4,7 @@ from uuid import UUID, uuid5
 
 from pydantic import Field, StrictInt
 
-from cortex_contracts.base import BIGINT_MAX, WireModel
+from cortex_contracts.base import BIGINT_MAX, NO_NUL, WireModel
 from cortex_contracts.documents import ObjectRef, Tag
 
 TYPE_UPLOAD_CREATED = "kb.upload.created"
@@ -20,11 +20,13 @@ class UploadCreated(WireModel):
     upload_id: UUID = Field(description="The upload.")
     organization_id: UUID = Field(description="Owning organization.")
     work_id: UUID | None = Field(default=None, description="Work it was uploaded to; absent = org-wide.")
-    filename: str = Field(min_length=1, max_length=500, description="Original file name.")
-    media_type: str = Field(min_length=1, max_length=200, description="e.g. `application/pdf`.")
+    filename: str = Field(min_length=1, max_length=500, pattern=NO_NUL, description="Original file name.")
+    media_type: str = Field(min_length=1, max_length=200, pattern=NO_NUL, description="e.g. `application/pdf`.")
     size_bytes: int = Field(ge=0, le=BIGINT_MAX, description="Size of the file.")
     object: ObjectRef | None = Field(default=None, description="Where the bytes are.")
-    doc_class: str | None = Field(default=None, max_length=64, description="Class of the document made from it.")
+    doc_class: str | None = Field(
+        default=None, max_length=64, pattern=NO_NUL, description="Class of the document made from it."
+    )
     tags: list[Tag] = Field(default_factory=list, max_length=32, description="Tags of the document made from it.")
     version: StrictInt | None = Field(
         default=None,

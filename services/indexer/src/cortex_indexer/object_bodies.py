@@ -25,12 +25,29 @@ from cortex_messaging.delivery import PoisonMessage
 
 
 class UnreadableObject(Exception):
-    """The object is not there, or is larger than the reader accepts: asking again will not change that."""
+    """The object is not there, or is larger than the reader accepts: asking again will not change that.
+    `kind` says which, as a failed document's reason begins."""
+
+    kind = "missing"
 
 
 class ForeignObject(UnreadableObject):
     """The event names an object outside its organization's names: refused before it is looked up, so that
     the answer says nothing about another organization's objects."""
+
+    kind = "refused"
+
+
+class ObjectTooLarge(UnreadableObject):
+    kind = "too large"
+
+
+class NotAFile(UnreadableObject):
+    kind = "unsupported"
+
+
+class DamagedObject(UnreadableObject):
+    kind = "corrupt"
 
 
 async def read_bytes(js: JetStreamContext, ref: ObjectRef, *, owner: UUID, max_bytes: int) -> bytes:
@@ -40,16 +57,16 @@ async def read_bytes(js: JetStreamContext, ref: ObjectRef, *, owner: UUID, max_b
             f"object {ref.bucket}/{ref.name} is not this organization's: its name must start with {owner}/"
         )
     if VALID_BUCKET_RE.match(ref.bucket) is None:
-        raise UnreadableObject(f"object store bucket name {ref.bucket!r} is not valid")
+        raise ForeignObject(f"object store bucket name {ref.bucket!r} is not valid")
     stream = OBJ_STREAM_TEMPLATE.format(bucket=ref.bucket)
     try:
         info = await ObjectStore(ref.bucket, stream, js).get_info(ref.name)  # a missing bucket: not found too
     except ObjectNotFoundError as exc:
         raise UnreadableObject(f"object {ref.bucket}/{ref.name} not found") from exc
     if info.is_link():
-        raise UnreadableObject(f"object {ref.bucket}/{ref.name} is a link, not a file")
+        raise NotAFile(f"object {ref.bucket}/{ref.name} is a link, not a file")
     if (info.size or 0) > max_bytes:
-        raise UnreadableObject(f"object {ref.bucket}/{ref.name} is over {max_bytes // 2**20} MiB")
+        raise ObjectTooLarge(f"object {ref.bucket}/{ref.name} is over {max_bytes // 2**20} MiB")
     subject = OBJ_CHUNKS_PRE_TEMPLATE.format(bucket=ref.bucket, obj=info.nuid)
     data = bytearray()
     digest = hashlib.sha256()
@@ -63,9 +80,9 @@ async def read_bytes(js: JetStreamContext, ref: ObjectRef, *, owner: UUID, max_b
         digest.update(chunk.data or b"")
         sequence = (chunk.seq or sequence) + 1
         if len(data) > max_bytes:
-            raise UnreadableObject(f"object {ref.bucket}/{ref.name} is over {max_bytes // 2**20} MiB")
+            raise ObjectTooLarge(f"object {ref.bucket}/{ref.name} is over {max_bytes // 2**20} MiB")
     if len(data) != (info.size or 0) or digest.digest() != _recorded_digest(info.digest):
-        raise UnreadableObject(f"object {ref.bucket}/{ref.name} does not match its size and digest")
+        raise DamagedObject(f"object {ref.bucket}/{ref.name} does not match its size and digest")
     return bytes(data)
 
 

@@ -18,7 +18,7 @@ from cortex_extractors.limits import MAX_INPUT_BYTES
 from cortex_extractors.media_types import normalize, signed_media_type
 from cortex_indexer.extraction_workers import ExtractionWorkers, WorkerFailed
 from cortex_indexer.indexing import EventMeta, IndexingContext, index_document, prior_embeddings
-from cortex_indexer.object_bodies import ForeignObject, UnreadableObject, read_bytes
+from cortex_indexer.object_bodies import UnreadableObject, read_bytes
 from cortex_messaging.delivery import PoisonMessage
 
 SOURCE = "upload"
@@ -53,7 +53,7 @@ def _media_type(upload: UploadCreated, data: bytes) -> str:
 def _reason(exc: UnreadableObject | ExtractionError) -> str:
     if isinstance(exc, ExtractionError):
         return exc.summary
-    return f"{'refused' if isinstance(exc, ForeignObject) else 'missing'}: {exc}"
+    return f"{exc.kind}: {exc}"
 
 
 async def _text(js: JetStreamContext, workers: ExtractionWorkers, upload: UploadCreated, *, final: bool) -> _Text:
@@ -79,7 +79,10 @@ async def _text(js: JetStreamContext, workers: ExtractionWorkers, upload: Upload
 
 
 def _title(extracted: str | None, filename: str) -> str:
-    return (extracted or PurePath(filename).stem or filename)[:MAX_TITLE_CHARS]
+    """The file's own title (without NULs, which PostgreSQL text cannot hold: a PDF's metadata may have
+    them), else its name."""
+    title = (extracted or "").replace("\x00", "").strip()
+    return (title or PurePath(filename).stem or filename)[:MAX_TITLE_CHARS]
 
 
 async def index_upload(
