@@ -60,6 +60,7 @@ class FakeEmbeddingServer:
         self.dimension = dimension
         self.port = port or free_port("127.0.0.1")
         self.script: deque[Behaviour] = deque()  # consumed one per request; empty means Ok()
+        self.refuse_word: str | None = None  # a request with a text holding it: 400, as a text too long would
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
@@ -117,6 +118,8 @@ class FakeEmbeddingServer:
                     return
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
                 behaviour = fake._next(body, dict(self.headers.items()))
+                if fake.refuse_word is not None and any(fake.refuse_word in text for text in body["input"]):
+                    behaviour = Status(400)
                 if isinstance(behaviour, Slow):
                     time.sleep(behaviour.seconds)
                 elif isinstance(behaviour, Status):

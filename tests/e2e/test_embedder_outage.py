@@ -315,3 +315,35 @@ async def test_a_copy_left_on_the_old_model_writes_no_vectors_of_it(database: Da
             assert await scalar(database, vectors) == 0
     finally:
         fake.stop()
+
+
+async def test_a_text_the_embedder_refuses_holds_back_no_other_backfill(database: Databases, own_nats: NATS) -> None:
+    fake = FakeEmbeddingServer(dimension=32)  # not started: everything below is indexed lexical-only
+    fake.refuse_word = "overlong"  # as an endpoint refuses a text too long for its context (HTTP 400)
+    org_id = await new_org(database)
+    async with indexer(database, own_nats, endpoint(fake, "fake-a", dimension=32)):
+        refused_document = uuid.uuid4()
+        watcher = await IndexedWatcher().start(own_nats, org_id)
+        event = upsert_event(org_id, refused_document, title="Log", body="An overlong stack trace.", version=1)
+        await publish_upsert(own_nats.jetstream(), event)
+        await watcher.wait_for(refused_document, 1)
+        await watcher.stop()
+        document_id = await publish_pricing(own_nats, org_id)  # after it: a later passage id
+        refused_entry = await remember(own_nats, org_id, "An overlong transcript.")
+        entry_id = await remember(own_nats, org_id, "The customer asked for annual invoices.")
+        stored = "SELECT count(*) FROM memory_entry WHERE id IN (:a, :b)"
+        await eventually(lambda: scalar(database, stored, a=refused_entry, b=entry_id))
+
+        fake.start()
+        try:
+            # Before: the backfill's batch held the refused text, every pass, so nothing was ever backfilled.
+            await eventually(
+                lambda: scalar(database, "SELECT embedded FROM kb_documents WHERE id = :id", id=document_id)
+            )
+            entry_embedded = "SELECT embedding IS NOT NULL FROM memory_entry WHERE id = :id"
+            await eventually(lambda: scalar(database, entry_embedded, id=entry_id))
+            assert await scalar(database, entry_embedded, id=refused_entry) is False
+            chunk_embedded = "SELECT bool_or(embedding IS NOT NULL) FROM kb_chunks WHERE document_id = :id"
+            assert await scalar(database, chunk_embedded, id=refused_document) is False
+        finally:
+            fake.stop()

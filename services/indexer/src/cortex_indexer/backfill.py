@@ -10,13 +10,18 @@ batch of passages, one of memory entries and one of documents to mirror there â€
 and the store whether they are healthy once the pass finds work, and stopping the pass while one is
 not. When any organization had a full batch, the next pass starts at once, so a large backlog is worked
 through round-robin without starving small organizations.
+
+A batch the embedder refuses (an answer it cannot give, not an outage) is embedded a text at a time: the
+texts it refuses alone (too long for the endpoint's context, say) stay lexical-only and are left out of
+this copy's later passes, so that one of them does not hold back the rest of its organization for good
+(QA 34). When it refuses every text of a batch alone too, the fault is not theirs: nothing is left out.
 """
 
 import asyncio
 import contextlib
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Row, TextClause, text
@@ -37,7 +42,8 @@ log = logging.getLogger(__name__)
 ORGANIZATIONS = text("SELECT id FROM organizations ORDER BY id")
 PENDING_CHUNKS = text("""
 SELECT c.id, c.document_id, c.heading, c.text, c.content_hash FROM kb_chunks c
-WHERE c.organization_id = :org AND c.embedding IS NULL ORDER BY c.id LIMIT :n
+WHERE c.organization_id = :org AND c.embedding IS NULL AND c.id <> ALL(CAST(:refused AS bigint[]))
+ORDER BY c.id LIMIT :n
 """)
 # Documents first, in id order, as the indexer locks a document before its chunks: no deadlock.
 LOCK_DOCUMENTS = text("SELECT id FROM kb_documents WHERE id = ANY(:ids) ORDER BY id FOR UPDATE")
@@ -57,13 +63,29 @@ SELECT d.id FROM kb_documents d WHERE d.organization_id = :org AND d.mirror_pend
 MIRRORED = text("UPDATE kb_documents SET mirror_pending = false WHERE id = ANY(:ids)")
 PENDING_ENTRIES = text("""
 SELECT m.id, coalesce(m.embedding_input, m.content) AS input FROM memory_entry m
-WHERE m.organization_id = :org AND m.embedding IS NULL ORDER BY m.id LIMIT :n
+WHERE m.organization_id = :org AND m.embedding IS NULL AND m.id <> ALL(CAST(:refused AS uuid[]))
+ORDER BY m.id LIMIT :n
 """)
 FILL_ENTRIES = text("""
 UPDATE memory_entry m SET embedding = CAST(u.vector AS vector)
 FROM unnest(CAST(:ids AS uuid[]), CAST(:vectors AS text[])) AS u(id, vector)
 WHERE m.id = u.id AND m.embedding IS NULL
 """)
+
+
+def _kept(
+    pending: list[Row[Any]], results: list[list[float] | EmbeddingError], refused: set[Any], what: str
+) -> tuple[list[Row[Any]], list[list[float]]]:
+    """The rows embedded and their vectors; the refused rows' keys join `refused`."""
+    rows, vectors = [], []
+    for row, result in zip(pending, results, strict=True):
+        if isinstance(result, EmbeddingError):
+            refused.add(row.id)
+            log.warning("%s %s left lexical-only: the embedder refused it (%s)", what, row.id, result)
+        else:
+            rows.append(row)
+            vectors.append(result)
+    return rows, vectors
 
 
 @dataclass
@@ -74,6 +96,8 @@ class Backfill:
     batch: int = 64
     interval_seconds: float = 10.0
     vectors: VectorStore | None = None  # a store of its own (Qdrant): filled documents are mirrored there
+    refused_chunks: set[int] = field(default_factory=set)  # texts the embedder refused alone: left out
+    refused_entries: set[uuid.UUID] = field(default_factory=set)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Pass after pass until `stop`; a failing pass is logged and the next one tries again."""
@@ -100,8 +124,8 @@ class Backfill:
         more = False
         checked = False  # the endpoint is asked whether it is healthy once a pass finds work, not before
         for organization_id in organizations:
-            chunks = await self._pending(PENDING_CHUNKS, organization_id)
-            entries = await self._pending(PENDING_ENTRIES, organization_id)
+            chunks = await self._pending(PENDING_CHUNKS, organization_id, self.refused_chunks)
+            entries = await self._pending(PENDING_ENTRIES, organization_id, self.refused_entries)
             mirrors = await self._pending(PENDING_MIRRORS, organization_id) if self.vectors is not None else []
             if not chunks and not entries and not mirrors:
                 continue
@@ -132,12 +156,41 @@ class Backfill:
                 return str(reason)
         return None
 
-    async def _pending(self, query: TextClause, organization_id: uuid.UUID) -> list[Row[Any]]:
+    async def _pending(
+        self, query: TextClause, organization_id: uuid.UUID, refused: set[Any] | None = None
+    ) -> list[Row[Any]]:
+        params: dict[str, Any] = {"org": organization_id, "n": self.batch}
+        if refused is not None:
+            params["refused"] = list(refused)
         async with org_transaction(self.sessions, organization_id) as session:
-            return list(await session.execute(query, {"org": organization_id, "n": self.batch}))
+            return list(await session.execute(query, params))
 
-    async def _fill_chunks(self, organization_id: uuid.UUID, rows: list[Row[Any]]) -> int:
-        vectors = await self.embedder.embed([Chunk(0, row.heading, row.text).embedding_input() for row in rows])
+    async def _embed(self, texts: list[str]) -> list[list[float] | EmbeddingError]:
+        """The texts' vectors. When the embedder refuses the call, each text alone: a refused one's error
+        in its place. Raises the call's error when every text is refused alone too (not their fault)."""
+        try:
+            return list(await self.embedder.embed(texts))
+        except EmbedderUnavailable:
+            raise
+        except EmbeddingError as refused:
+            if len(texts) == 1:
+                raise
+            whole = refused
+        each: list[list[float] | EmbeddingError] = []
+        for one in texts:
+            try:
+                each += await self.embedder.embed([one])
+            except EmbedderUnavailable:
+                raise
+            except EmbeddingError as exc:
+                each.append(exc)
+        if all(isinstance(result, EmbeddingError) for result in each):
+            raise whole
+        return each
+
+    async def _fill_chunks(self, organization_id: uuid.UUID, pending: list[Row[Any]]) -> int:
+        results = await self._embed([Chunk(0, row.heading, row.text).embedding_input() for row in pending])
+        rows, vectors = _kept(pending, results, self.refused_chunks, "passage")
         documents = sorted({row.document_id for row in rows})
         async with org_transaction(self.sessions, organization_id) as session:
             if not await embedding_space.holds(session, self.space):
@@ -154,17 +207,18 @@ class Backfill:
                 for document_id in documents:
                     await mirror_or_defer(session, self.vectors, document_id)
         log.info("backfilled %d passage embeddings in organization %s", len(rows), organization_id)
-        return len(rows)
+        return len(pending)
 
-    async def _fill_entries(self, organization_id: uuid.UUID, rows: list[Row[Any]]) -> int:
-        vectors = await self.embedder.embed([row.input for row in rows])
+    async def _fill_entries(self, organization_id: uuid.UUID, pending: list[Row[Any]]) -> int:
+        results = await self._embed([row.input for row in pending])
+        rows, vectors = _kept(pending, results, self.refused_entries, "memory entry")
         async with org_transaction(self.sessions, organization_id) as session:
             if not await embedding_space.holds(session, self.space):
                 return 0
             params = {"ids": [row.id for row in rows], "vectors": [vector_literal(v) for v in vectors]}
             await session.execute(FILL_ENTRIES, params)
         log.info("backfilled %d memory entry embeddings in organization %s", len(rows), organization_id)
-        return len(rows)
+        return len(pending)
 
     async def _mirror(self, organization_id: uuid.UUID, rows: list[Row[Any]]) -> int:
         """Mirror documents changed while the store could not be reached; a store down again pauses the pass."""
