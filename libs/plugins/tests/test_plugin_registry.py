@@ -26,6 +26,8 @@ class AnyPlugin:
 
     def extract(self) -> None: ...
 
+    def embed(self) -> None: ...
+
 
 class Store(AnyPlugin):
     def __init__(self, name: str) -> None:
@@ -381,3 +383,32 @@ def test_choosing_a_plugin_loads_only_the_plugins_the_cascade_reaches() -> None:
     registry.plugins("vector_store")  # a listing loads every one, once
     registry.plugins("vector_store")
     assert loads() == {"pgvector": 1, "qdrant": 2, "milvus": 2}
+
+
+@pytest.mark.parametrize(
+    ("indexer", "aggregator", "active", "detail"),
+    [
+        ("none", "none", None, "CORTEX_INDEXER_EMBEDDER and CORTEX_AGGREGATOR_EMBEDDER are 'none'; the indexer"),
+        ("openai", "openai", "openai", "CORTEX_INDEXER_EMBEDDER and CORTEX_AGGREGATOR_EMBEDDER are 'openai'"),
+        ("openai", "local", "openai", "CORTEX_INDEXER_EMBEDDER is 'openai' (documents), CORTEX_AGGREGATOR_EMBEDDER"),
+    ],
+)
+async def test_the_embedder_shown_is_the_one_the_services_settings_choose(
+    monkeypatch: pytest.MonkeyPatch, indexer: str, aggregator: str, active: str | None, detail: str
+) -> None:
+    monkeypatch.setenv("CORTEX_INDEXER_EMBEDDER", indexer)
+    monkeypatch.setenv("CORTEX_AGGREGATOR_EMBEDDER", aggregator)
+    groups = {
+        "cortex.embedder": [FakeEntryPoint("local", "l:e", Instance()), FakeEntryPoint("openai", "o:e", Instance())]
+    }
+    registry = PluginRegistry(find=lambda group: groups.get(group, []), pins={})
+
+    embedder = next(c for c in (await plugins_view(registry, {})).categories if c.category == "embedder")
+
+    # Before: "local" by default, whatever the services embedded with (QA 34 B4).
+    assert (embedder.active, embedder.reason) == (active, SelectionReason.ENV)
+    assert embedder.detail is not None and embedder.detail.startswith(detail)
+
+    pinned = PluginRegistry(find=lambda group: groups.get(group, []), pins={"embedder": "local"})  # a pin wins
+    embedder = next(c for c in (await plugins_view(pinned, {})).categories if c.category == "embedder")
+    assert (embedder.active, embedder.env_pin) == ("local", "local")

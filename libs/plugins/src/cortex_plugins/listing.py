@@ -9,6 +9,7 @@ from cortex_contracts.plugins import CategoryStatus, HealthStatus, PluginStatus,
 from cortex_plugins.categories import Category
 from cortex_plugins.loading import LoadedPlugin
 from cortex_plugins.registry import PluginRegistry
+from cortex_plugins.service_embedders import chosen_by_settings
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,8 @@ async def _category(registry: PluginRegistry, each: Category, org_choice: str | 
         detail = f"every loaded {each.name} is used for its media types ({used} of {len(plugins)} loaded)"
         return CategoryStatus(**common, reason=SelectionReason.MEDIA_TYPE, detail=detail, plugins=statuses)
     chosen = registry.selection(each.name, org_choice)
+    if each.name == "embedder" and pin is None:
+        chosen = chosen_by_settings() or chosen
     return CategoryStatus(**common, active=chosen.name, reason=chosen.reason, detail=chosen.detail, plugins=statuses)
 
 
