@@ -102,3 +102,22 @@ async def test_a_failed_or_mismatched_embedding_is_not_kept(query_embedding: Mak
     with pytest.raises(SpaceMismatch):
         await mismatched.embed("q")
     assert embedder.texts == ["q", "q"]
+
+
+async def test_a_query_model_that_is_not_the_indexs_is_said_once(
+    query_embedding: Make, caplog: pytest.LogCaptureFixture
+) -> None:
+    batcher = BatchingEmbedder(CountingEmbedder())
+    try:
+        queries = QueryEmbedding(recorded_space("other-model", 3), batcher, refresh_seconds=0)
+        for _ in range(3):
+            assert not await queries.usable()
+    finally:
+        await batcher.close()
+    # Before: nothing said, while every search and recall answered lexical-only.
+    said = [r.getMessage() for r in caplog.records if "lexical-only until they are the same model" in r.getMessage()]
+    assert said == [
+        "the index holds embeddings of other-model (dimension 3), but queries are embedded with counting-model: "
+        "search and recall answer lexical-only until they are the same model (set the aggregator's embedder to "
+        "the indexer's)"
+    ]

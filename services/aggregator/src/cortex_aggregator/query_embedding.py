@@ -48,6 +48,9 @@ class Recorded:
     model: str
     dimension: int
 
+    def __str__(self) -> str:
+        return f"{self.model} (dimension {self.dimension})"
+
 
 class QueryEmbedding:
     def __init__(
@@ -75,9 +78,24 @@ class QueryEmbedding:
         if now - self._read_at >= self._refresh_seconds:
             async with self._sessions() as session:
                 row = (await session.execute(ACTIVE_SPACE)).first()
-            self._recorded = Recorded(row.model, row.dimension) if row else None
-            self._read_at = now
+            recorded = Recorded(row.model, row.dimension) if row else None
+            if recorded != self._recorded:
+                self._tell(recorded)
+            self._recorded, self._read_at = recorded, now
         return self._recorded
+
+    def _tell(self, recorded: Recorded | None) -> None:
+        """Say when the query model stops or starts fitting the index: answering lexical-only, a search
+        looks the same from outside (QA 34: the aggregator ran on another model, unnoticed)."""
+        if recorded is not None and recorded.model != self.model:
+            log.warning(
+                "the index holds embeddings of %s, but queries are embedded with %s: search and recall answer "
+                "lexical-only until they are the same model (set the aggregator's embedder to the indexer's)",
+                recorded,
+                self.model,
+            )
+        elif recorded is not None and self._recorded is not None and self._recorded.model != self.model:
+            log.info("the index now holds embeddings of %s, the query model: search and recall use them", recorded)
 
     async def usable(self) -> bool:
         """The query model is the index's, and the query embedder has not just failed."""
@@ -99,7 +117,7 @@ class QueryEmbedding:
         self._embedded.add(1, {"cached": cached is not None})
         recorded = await self.recorded()
         if recorded is None or len(vector) != recorded.dimension:
-            raise SpaceMismatch(f"a query vector of length {len(vector)}, the index holds {recorded}")
+            raise SpaceMismatch(f"a query vector of length {len(vector)}, the index holds {recorded or 'none'}")
         if cached is None:
             self._vectors.put(q, array("d", vector))
         return vector
