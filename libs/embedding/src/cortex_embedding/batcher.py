@@ -34,6 +34,7 @@ starts afresh.
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 from collections.abc import Callable
@@ -57,6 +58,7 @@ def approximate_tokens(text: str) -> int:
 class _Request:
     texts: list[str]
     done: asyncio.Future[list[list[float]]] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+    caller: contextvars.Context = field(default_factory=contextvars.copy_context)  # its trace, for log lines
     taken: int = 0  # texts handed to calls so far (a long request is taken in turns)
     embedded: int = 0  # texts whose vectors are in `vectors`
     vectors: list[list[float]] = field(default_factory=list)
@@ -141,7 +143,11 @@ class BatchingEmbedder:
             return []
         if len(self._workers) < self._streams or any(worker.done() for worker in self._workers):
             self._workers = [worker for worker in self._workers if not worker.done()]
-            self._workers += [asyncio.create_task(self._run()) for _ in range(self._streams - len(self._workers))]
+            # A context of their own: made in this caller's, the workers kept its trace for every call (QA 34).
+            self._workers += [
+                asyncio.create_task(self._run(), context=contextvars.Context())
+                for _ in range(self._streams - len(self._workers))
+            ]
         request = _Request(texts)
         self._queued_texts += len(texts)
         await self._queue.put(request)
@@ -213,8 +219,13 @@ class BatchingEmbedder:
         # Longest first, as sentence-transformers orders them itself; the i-th sorted text is texts[order[i]].
         order = sorted(range(len(texts)), key=lambda i: -lengths[i])
         self._count(batch, lengths)
+        # In the context of the call's first request (a copy: a context runs in one thread at a time), so what
+        # the model logs (an endpoint's retries) carries the trace of a request it embeds.
+        caller = batch[0].request.caller.copy()
         try:
-            sorted_vectors = await asyncio.to_thread(self.embedder.embed, [texts[i] for i in order])
+            sorted_vectors = await asyncio.get_running_loop().run_in_executor(
+                None, caller.run, self.embedder.embed, [texts[i] for i in order]
+            )
         except Exception as exc:  # noqa: BLE001 — each waiting handler decides what a failure means
             for part in batch:
                 if not part.request.done.done():

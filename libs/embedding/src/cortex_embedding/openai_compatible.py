@@ -1,37 +1,52 @@
 """Any OpenAI-compatible `/v1/embeddings` endpoint: OpenAI, Ollama, vLLM, Text Embeddings Inference.
 
-Inputs go in batches of `max_batch`; each request has a timeout and is retried with exponential
-backoff and jitter on connection errors, timeouts, 408, 429 (honouring `Retry-After`) and 5xx. Other
-4xx answers are not retried. Once a request has failed all its attempts, calls are refused at once for
-`fail_fast_seconds` (see `cortex_contracts.outage`): a hung endpoint costs one request's retries, not
-every document's. Vectors come back normalized to unit length (cosine = dot product).
+Inputs go in batches of `max_batch`, one request each. A request has one deadline, `timeout_seconds`,
+for all of it: connecting, sending, reading the whole answer, and its retries with the waits between
+them (QA 34: httpx's timeouts bound each read, so an endpoint trickling its answer held a call for as
+long as it trickled; and one request's attempts and backoff held every document queued behind it for
+~155 s at the start of an outage). Within it, a request is retried with exponential backoff and jitter on
+connection errors, 408, 429 (honouring `Retry-After`) and 5xx; a retry whose wait would end past the
+deadline is not made, the request fails at once. Other 4xx answers are not retried. Once a request has
+failed, calls are refused at once for `fail_fast_seconds` (see `cortex_contracts.outage`): a hung
+endpoint costs one request's deadline, not every document's. An answer is read streamed and refused
+past the size its vectors need (`answer_size`). Vectors come back normalized to unit length (cosine = dot
+product).
 
-Configured from the environment, prefix `CORTEX_EMBEDDER_OPENAI_` (see `OpenAIEmbedderSettings`);
-`create()` is the plugin factory.
+`embed` is blocking, as the `Embedder` protocol says; its requests run on an event loop of the
+embedder's own (`loop_thread`), where asyncio can bound a whole exchange.
+
+Configured from the environment, prefix `CORTEX_EMBEDDER_OPENAI_` (`openai_settings`); `create()` is the
+plugin factory.
 """
 
+import asyncio
+import json
 import logging
 import math
 import random
 import threading
-import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
-from pydantic import Field, SecretStr, ValidationError
-from pydantic_core import ErrorDetails
-from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from cortex_contracts.outage import Outage
-from cortex_embedding.errors import (
-    EmbedderNotConfigured,
-    EmbedderSettingsInvalid,
-    EmbedderUnavailable,
-    EmbeddingRejected,
-    InvalidEmbeddingResponse,
-)
+from cortex_embedding.answer_size import answer_limit, read_start, read_within
+from cortex_embedding.errors import EmbedderUnavailable, EmbeddingRejected, InvalidEmbeddingResponse
+from cortex_embedding.loop_thread import LoopThread
+from cortex_embedding.openai_settings import OpenAIEmbedderSettings, settings_from_environment
+
+# The settings too: the services and their tests know them as `openai_compatible.…`.
+__all__ = [
+    "OpenAICompatibleEmbedder",
+    "OpenAIEmbedderSettings",
+    "create",
+    "normalized",
+    "retry_after_seconds",
+    "settings_from_environment",
+]
 
 log = logging.getLogger(__name__)
 
@@ -40,34 +55,6 @@ DIMENSION_PROBE = "dimension probe"
 HEALTH_PROBE = "health check"
 HEALTH_TIMEOUT_SECONDS = 5.0
 MAX_DETAIL_CHARS = 300
-
-
-class OpenAIEmbedderSettings(BaseSettings):
-    model_config = SettingsConfigDict(
-        allow_inf_nan=False, env_prefix="CORTEX_EMBEDDER_OPENAI_", env_file=".env", extra="ignore"
-    )
-
-    base_url: str = Field(description="The API root, e.g. `http://localhost:11434/v1` (`/embeddings` is appended).")
-    model: str = Field(description="The model name sent with each request and recorded with the index.")
-    api_key: SecretStr | None = Field(default=None, description="Sent as `Authorization: Bearer …` when set.")
-    dimension: int | None = Field(
-        default=None, ge=1, description="Vector length; when unset, discovered by the first call."
-    )
-    send_dimensions: bool = Field(
-        default=False,
-        description="Also send `dimensions` (OpenAI text-embedding-3 shortening); needs `dimension`.",
-    )
-    timeout_seconds: float = Field(default=30.0, gt=0, description="Per request.")
-    max_retries: int = Field(default=4, ge=0, description="Retries after the first attempt of each request.")
-    backoff_initial_seconds: float = Field(default=0.5, ge=0)
-    backoff_max_seconds: float = Field(default=30.0, ge=0, description="Also caps a server's `Retry-After`.")
-    max_batch: int = Field(default=64, ge=1, description="Inputs per request.")
-    fail_fast_seconds: float = Field(
-        default=10.0,
-        ge=0,
-        description="After a request failed all its attempts, calls fail at once for this long (documents are"
-        " indexed lexical-only, searches answer lexically); 0: every call tries the endpoint.",
-    )
 
 
 def retry_after_seconds(value: str | None, now: datetime | None = None) -> float | None:
@@ -99,8 +86,15 @@ def normalized(vector: list[float]) -> list[float]:
     return [x / norm for x in vector]
 
 
-def _detail(response: httpx.Response) -> str:
-    return " ".join(response.text.split())[:MAX_DETAIL_CHARS]
+def _detail(body: bytes) -> str:
+    return " ".join(body.decode(errors="replace").split())[:MAX_DETAIL_CHARS]
+
+
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    retry_after: str | None
+    body: bytes  # an error's: only its start
 
 
 class OpenAICompatibleEmbedder:
@@ -116,8 +110,9 @@ class OpenAICompatibleEmbedder:
         self._headers = {"Content-Type": "application/json"}
         if settings.api_key is not None:
             self._headers["Authorization"] = f"Bearer {settings.api_key.get_secret_value()}"
-        self._client: httpx.Client | None = None
-        self._client_lock = threading.Lock()
+        self._loop: LoopThread | None = None  # started by the first call
+        self._loop_lock = threading.Lock()
+        self._client: httpx.AsyncClient | None = None  # used on `_loop` only
         self.outage = Outage(settings.fail_fast_seconds)
 
     @property
@@ -140,39 +135,51 @@ class OpenAICompatibleEmbedder:
             self._dimension = dimension
 
     def embed(self, texts: list[str]) -> list[list[float]]:
-        vectors: list[list[float]] = []
-        for start in range(0, len(texts), self.settings.max_batch):
-            vectors.extend(self._embed_batch(texts[start : start + self.settings.max_batch]))
-        return vectors
+        return self._loop_thread().run(self._embed(texts))
 
     def close(self) -> None:
-        with self._client_lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
+        with self._loop_lock:
+            loop, self._loop = self._loop, None
+        if loop is not None:
+            loop.run(self._close_client())
+            loop.close()
 
     async def health(self) -> str | None:
         """One small request, no retries: None when the endpoint embeds, else what went wrong."""
         timeout = min(self.settings.timeout_seconds, HEALTH_TIMEOUT_SECONDS)
         try:
-            async with httpx.AsyncClient(timeout=timeout) as client:
-                response = await client.post(self.url, json=self._payload([HEALTH_PROBE]), headers=self._headers)
+            client = httpx.AsyncClient(timeout=None, headers=self._headers)  # noqa: S113 — bounded just below
+            async with client, asyncio.timeout(timeout):
+                answer = await self._exchange(client, [HEALTH_PROBE])
+            if answer.status != 200:
+                return f"HTTP {answer.status}: {_detail(answer.body)}"
+            self._vectors(answer.body, 1)
+        except TimeoutError:
+            return f"no complete answer within {timeout:g} s"
         except httpx.HTTPError as exc:
             return f"unreachable: {type(exc).__name__}: {exc}"
-        if response.status_code != 200:
-            return f"HTTP {response.status_code}: {_detail(response)}"
-        try:
-            self._vectors(response, 1)
         except InvalidEmbeddingResponse as exc:
             return str(exc)
         self.outage.ended()
         return None
 
-    def _http(self) -> httpx.Client:
-        with self._client_lock:
-            if self._client is None:
-                self._client = httpx.Client(timeout=self.settings.timeout_seconds, headers=self._headers)
-            return self._client
+    def _loop_thread(self) -> LoopThread:
+        with self._loop_lock:
+            if self._loop is None:
+                self._loop = LoopThread(name=f"embedder {self.model}")
+            return self._loop
+
+    def _http(self) -> httpx.AsyncClient:
+        """The connection pool, made on the embedder's loop (it belongs to the loop it is used on)."""
+        if self._client is None:
+            # No per-phase timeouts: each request's deadline bounds its whole exchange (`_embed_batch`).
+            self._client = httpx.AsyncClient(timeout=None, headers=self._headers)  # noqa: S113
+        return self._client
+
+    async def _close_client(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
 
     def _payload(self, texts: list[str]) -> dict[str, Any]:
         payload: dict[str, Any] = {"model": self.settings.model, "input": texts}
@@ -186,43 +193,72 @@ class OpenAICompatibleEmbedder:
         jitter: float = random.uniform(0, ceiling / 2)  # noqa: S311 — jitter, not cryptography
         return ceiling / 2 + jitter
 
-    def _embed_batch(self, texts: list[str]) -> list[list[float]]:
+    async def _embed(self, texts: list[str]) -> list[list[float]]:
+        vectors: list[list[float]] = []
+        for start in range(0, len(texts), self.settings.max_batch):
+            vectors.extend(await self._embed_batch(texts[start : start + self.settings.max_batch]))
+        return vectors
+
+    async def _exchange(self, client: httpx.AsyncClient, texts: list[str]) -> _Answer:
+        """One POST, its answer read streamed: a vectors' answer up to the size they need, an error's start."""
+        async with client.stream("POST", self.url, json=self._payload(texts)) as response:
+            try:
+                if response.status_code == 200:
+                    body = await read_within(response, answer_limit(len(texts), self._dimension))
+                else:
+                    body = await read_start(response)
+            except httpx.DecodingError as exc:  # a compressed body that does not decompress
+                raise InvalidEmbeddingResponse(f"an answer that cannot be decoded: {exc}") from exc
+            return _Answer(response.status_code, response.headers.get("Retry-After"), body)
+
+    async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         settings = self.settings
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + settings.timeout_seconds
         attempts = settings.max_retries + 1
-        for attempt in range(attempts):
+        for attempt in range(1, attempts + 1):
             if (refusal := self.outage.refusal()) is not None:  # also between retries: another call saw it fail
                 raise EmbedderUnavailable(refusal)
             retry_after: float | None = None
             try:
-                response = self._http().post(self.url, json=self._payload(texts))
-            except httpx.TransportError as exc:  # connect errors, timeouts, broken connections
+                async with asyncio.timeout_at(deadline):
+                    answer = await self._exchange(self._http(), texts)
+            except TimeoutError:
+                failure = f"Timeout: no complete answer within the request's deadline ({settings.timeout_seconds:g} s)"
+            except httpx.TransportError as exc:  # connect errors, broken connections
                 failure = f"{type(exc).__name__}: {exc}"
             else:
-                if response.status_code == 200:
-                    vectors = self._vectors(response, len(texts))
+                if answer.status == 200:
+                    vectors = self._vectors(answer.body, len(texts))
                     self.outage.ended()
                     return vectors
-                if response.status_code not in RETRIED_STATUSES and response.status_code < 500:
-                    raise EmbeddingRejected(response.status_code, _detail(response))
-                failure = f"HTTP {response.status_code}: {_detail(response)}"
-                retry_after = retry_after_seconds(response.headers.get("Retry-After"))
-            if attempt + 1 == attempts:
-                reason = f"{self.url} failed {attempts} attempt(s); last: {failure}"
-                self.outage.began(reason)
-                raise EmbedderUnavailable(reason)
-            delay = self._backoff(attempt) if retry_after is None else min(retry_after, settings.backoff_max_seconds)
-            log.warning(
-                "embedding request failed (%s); retry %d/%d in %.2fs", failure, attempt + 1, attempts - 1, delay
-            )
-            time.sleep(delay)
+                if answer.status not in RETRIED_STATUSES and answer.status < 500:
+                    raise EmbeddingRejected(answer.status, _detail(answer.body))
+                failure = f"HTTP {answer.status}: {_detail(answer.body)}"
+                retry_after = retry_after_seconds(answer.retry_after)
+            delay = self._backoff(attempt - 1)
+            if retry_after is not None:
+                delay = min(retry_after, settings.backoff_max_seconds)
+            if attempt < attempts and loop.time() + delay < deadline:
+                log.warning(
+                    "embedding request failed (%s); retry %d/%d in %.2fs", failure, attempt, attempts - 1, delay
+                )
+                await asyncio.sleep(delay)
+                continue
+            # Out of attempts, or of time: a wait past the deadline fails now, so the fail-fast window starts.
+            out_of_time = attempt < attempts and loop.time() < deadline
+            late = f"; a retry in {delay:.2f}s would end past the deadline" if out_of_time else ""
+            reason = f"{self.url} failed {attempt} attempt(s); last: {failure}{late}"
+            self.outage.began(reason)
+            raise EmbedderUnavailable(reason)
         raise AssertionError("unreachable")  # pragma: no cover — the loop returns or raises
 
-    def _vectors(self, response: httpx.Response, expected: int) -> list[list[float]]:
+    def _vectors(self, body: bytes, expected: int) -> list[list[float]]:
         try:
-            items = response.json()["data"]
+            items = json.loads(body)["data"]
             ordered = sorted(items, key=lambda item: int(item["index"])) if all("index" in i for i in items) else items
             vectors = [[float(x) for x in item["embedding"]] for item in ordered]
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: nested too deep
             raise InvalidEmbeddingResponse(f"not an embeddings response: {exc!r}") from exc
         if len(vectors) != expected:
             raise InvalidEmbeddingResponse(f"{len(vectors)} vectors for {expected} inputs")
@@ -231,22 +267,6 @@ class OpenAICompatibleEmbedder:
             if len(vector) != expected:
                 raise InvalidEmbeddingResponse(f"a vector of length {len(vector)}, expected {expected}")
         return [normalized(vector) for vector in vectors]
-
-
-def _variable(error: ErrorDetails) -> str:
-    return f"CORTEX_EMBEDDER_OPENAI_{str(error['loc'][0]).upper()}"
-
-
-def settings_from_environment() -> OpenAIEmbedderSettings:
-    """`CORTEX_EMBEDDER_OPENAI_*`, or an error that names the variables missing or not valid."""
-    try:
-        return OpenAIEmbedderSettings()  # filled from the environment
-    except ValidationError as exc:
-        missing = sorted({_variable(e) for e in exc.errors() if e["type"] == "missing"})
-        invalid = sorted({f"{_variable(e)} ({e['msg']})" for e in exc.errors() if e["type"] != "missing"})
-        if invalid:
-            raise EmbedderSettingsInvalid(f"the OpenAI-compatible embedder: not valid: {', '.join(invalid)}") from exc
-        raise EmbedderNotConfigured(f"the OpenAI-compatible embedder needs {', '.join(missing)}") from exc
 
 
 def create() -> OpenAICompatibleEmbedder:
