@@ -3,7 +3,9 @@
 import io
 import zipfile
 
+import pypdf._encryption
 import pytest
+from pypdf._crypt_providers import _fallback as pypdf_fallback
 
 from cortex_extractors import (
     CorruptFile,
@@ -32,6 +34,41 @@ def test_a_password_protected_pdf_is_reported_as_encrypted() -> None:
 def test_a_pdf_with_an_empty_user_password_opens_for_anyone_and_is_read() -> None:
     data = samples.pdf_file(["readable anyway"], password="")
     assert extract(media_types.PDF, data).text == "readable anyway"
+
+
+@pytest.mark.parametrize(
+    ("edit", "scheme"),
+    [
+        ((b"/Filter /Standard", b"/Filter /PubSecXY"), "only Standard PDF encryption handler"),  # same length
+        ((b"/V 5", b"/V 9"), "Encryption V=9"),
+    ],
+    ids=["another-security-handler", "an-unknown-algorithm"],
+)
+def test_a_pdf_encrypted_with_a_scheme_pypdf_lacks_is_reported_as_encrypted(
+    edit: tuple[bytes, bytes], scheme: str
+) -> None:
+    data = samples.pdf_file(["secret"], password="")
+    assert data.count(edit[0]) == 1
+    with pytest.raises(EncryptedFile) as raised:  # before: corrupt (NotImplementedError), raised opening the file
+        extract(media_types.PDF, data.replace(*edit))
+    assert raised.value.reason.startswith("the PDF is encrypted with a scheme that cannot be opened here (")
+    assert scheme in raised.value.reason
+
+
+def test_a_pdf_whose_cipher_needs_a_missing_library_is_reported_as_encrypted(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As where neither `cryptography` nor `pycryptodome` is installed: pypdf's stand-ins raise DependencyError."""
+    data = samples.pdf_file(["secret"], password="")  # AES-256
+    monkeypatch.setattr(pypdf._encryption, "aes_cbc_decrypt", pypdf_fallback.aes_cbc_decrypt)
+    monkeypatch.setattr(pypdf._encryption, "CryptAES", pypdf_fallback.CryptAES)
+    with pytest.raises(EncryptedFile, match=r"cannot be opened here \(cryptography"):
+        extract(media_types.PDF, data)
+
+
+def test_a_pdf_stream_filter_pypdf_lacks_is_still_a_corrupt_file() -> None:
+    """NotImplementedError means an encryption scheme only where pypdf's encryption code raised it."""
+    data = samples.pdf_file(["some text"]).replace(b"<< /Length", b"<< /Filter /NoSuchDecode /Length", 1)
+    with pytest.raises(CorruptFile, match="NotImplementedError: Unsupported filter /NoSuchDecode"):
+        extract(media_types.PDF, data)
 
 
 def test_an_encrypted_office_file_is_reported_as_encrypted() -> None:

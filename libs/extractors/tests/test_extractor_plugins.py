@@ -5,7 +5,7 @@ from importlib.metadata import entry_points
 
 import pytest
 
-from cortex_extractors import Extracted, extract, media_types, registry
+from cortex_extractors import Extracted, extract, html_page, media_types, registry
 from cortex_extractors.errors import CorruptFile, ExtractorFailed
 from cortex_plugins.testing import FakeEntryPoint
 
@@ -74,3 +74,21 @@ def test_a_plugin_that_raises_is_named_as_the_failure_not_the_file(monkeypatch: 
     assert failed.value.summary == "extractor failed: the 'csv' extractor plugin raised KeyError: 'delimiter'"
     with pytest.raises(CorruptFile):  # a built-in parser's exception is the malformed file's
         extract(media_types.PDF, b"%PDF-1.7 garbage")
+
+
+class OutOfMemory:
+    media_types = frozenset({"text/csv"})
+
+    def extract(self, data: bytes, filename: str | None) -> Extracted:
+        raise MemoryError
+
+
+def test_running_out_of_memory_is_raised_as_it_is_not_blamed_on_the_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The worker process reports a MemoryError as too large and is replaced. Before: a built-in's became
+    `corrupt: not a readable HTML file (MemoryError: )`, a plugin's `extractor failed`."""
+    monkeypatch.setattr(html_page.extractor, "extract", OutOfMemory().extract)
+    monkeypatch.setattr(registry, "entry_points", lambda group: [FakeEntryPoint("csv", "csv:x", OutOfMemory())])
+    with pytest.raises(MemoryError):
+        extract(media_types.HTML, b"<p>big</p>")
+    with pytest.raises(MemoryError):
+        extract("text/csv", b"a,b")

@@ -1,4 +1,7 @@
-"""A hidden HTML element hides its own content only, also when its end tag is left out (as p, li, td… allow)."""
+"""A hidden HTML element hides its own content only, also when its end tag is left out (as p, li, td… allow),
+and all of it, however deeply nested."""
+
+import time
 
 import pytest
 
@@ -37,3 +40,27 @@ HIDDEN_LI = b"""<html><body><h1>Menu</h1><ul><li hidden>hiddenitem<li>visibleite
 )
 def test_a_hidden_element_hides_only_its_own_content(page: bytes, text: str) -> None:
     assert extract(media_types.HTML, page).text == text
+
+
+def _nested(depth: int, inner: str, closed: int, outer: str) -> bytes:
+    """A hidden div holding `depth` nested divs around `inner`; `closed` of them closed before `outer`."""
+    return (
+        f"<p>visible</p><div hidden>{'<div>' * depth}{inner}{'</div>' * closed}{outer}"
+        f"{'</div>' * (depth - closed)} also hidden</div><p>after</p>"
+    ).encode()
+
+
+@pytest.mark.parametrize("depth", [70, 1_000])
+def test_a_hidden_element_hides_what_it_holds_at_any_depth(depth: int) -> None:
+    """QA's page: before, elements past the 64th level were not tracked, so their end tags closed the
+    hidden div early and `leaked` and `also hidden` were shown."""
+    page = _nested(depth, "inner", depth - 4, "leaked")
+    assert extract(media_types.HTML, page).text == "visible\n\nafter"
+
+
+def test_deep_nesting_in_a_hidden_element_takes_linear_time() -> None:
+    """About a second for 200,000 levels here; work that grew with the depth at each tag would take minutes."""
+    page = _nested(200_000, "inner", 199_996, "leaked")
+    started = time.process_time()
+    assert extract(media_types.HTML, page).text == "visible\n\nafter"
+    assert time.process_time() - started < 15

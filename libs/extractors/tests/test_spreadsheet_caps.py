@@ -66,3 +66,18 @@ def test_a_row_past_the_last_row_of_a_sheet_is_corrupt() -> None:
     sheet = f'<worksheet xmlns="{MAIN}"><sheetData><row r="2000000000"><c><v>1</v></c></row></sheetData></worksheet>'
     with pytest.raises(CorruptFile, match="sheet 'S' has rows past row 1,048,576"):
         extract(media_types.XLSX, _xlsx_with({"xl/worksheets/sheet1.xml": sheet.encode()}))
+
+
+def test_a_row_shows_only_its_cells_that_hold_something() -> None:
+    """Before: one ` | ` per empty cell between two filled ones, so 100 rows with cells in A and XFD (the last
+    column) came to 4.9 million characters and the 6 KB file failed as too large."""
+    rows = "".join(
+        f'<row r="{n}"><c r="A{n}" t="inlineStr"><is><t>left {n}</t></is></c><c r="XFD{n}"><v>{n}</v></c></row>'
+        for n in range(1, 101)
+    )
+    sheet = f'<worksheet xmlns="{MAIN}"><sheetData>{rows}</sheetData></worksheet>'.encode()
+    text = extract(media_types.XLSX, _xlsx_with({"xl/worksheets/sheet1.xml": sheet})).text
+    assert text.splitlines()[:4] == ["# S", "", "left 1 | 1", "left 2 | 2"]
+    assert len(text) < 2_000
+    gaps = samples.xlsx_file({"Gaps": [["a", None, 0, "", "  ", False, None, "c"]]})
+    assert extract(media_types.XLSX, gaps).text == "# Gaps\n\na | 0 | False | c"

@@ -11,6 +11,7 @@ from xml.sax.saxutils import escape as xml_escape
 
 import docx
 import pytest
+from docx.blkcntnr import BlockItemContainer
 from docx.document import Document as WordDocument
 from docx.enum.style import WD_STYLE_TYPE
 from docx.enum.text import WD_BREAK
@@ -31,12 +32,12 @@ from cortex_extractors.word_package import Part
 W_DECL = nsdecls("w")
 
 
-def python_docx_extract(data: bytes) -> Extracted:
-    """The extractor as it was, on python-docx: the reference the reader must match."""
-    document = docx.Document(io.BytesIO(data))
-    out = BoundedText()
+def _python_docx_blocks(
+    out: BoundedText, container: WordDocument | BlockItemContainer, *, headings: bool
+) -> str | None:
+    """The extractor's block loop as it was, on python-docx; returns the first heading."""
     first_heading = None
-    for block in document.iter_inner_content():
+    for block in container.iter_inner_content():
         if isinstance(block, Table):
             rows = []
             for row in block.rows:
@@ -49,12 +50,32 @@ def python_docx_extract(data: bytes) -> Extracted:
             out.add_lines(rows)
             continue
         style = block.style
-        level = heading_level((style.name if style is not None else None) or "")
+        level = heading_level((style.name if style is not None else None) or "") if headings else 0
         if level:
             out.heading(level, block.text)
             first_heading = first_heading or short_title(block.text)
         else:
             out.add(block.text)
+    return first_heading
+
+
+def python_docx_extract(data: bytes) -> Extracted:
+    """The extractor as it was, on python-docx: the reference the reader must match. Plus what it left out
+    that python-docx reads too: each distinct header and footer text, headers first, after the body."""
+    document = docx.Document(io.BytesIO(data))
+    out = BoundedText()
+    first_heading = _python_docx_blocks(out, document, headings=True)
+    sections = document.sections
+    headers = [kind for section in sections for kind in (section.header, section.first_page_header)]
+    footers = [kind for section in sections for kind in (section.footer, section.first_page_footer)]
+    shown: set[str] = set()
+    for margin in headers + footers:
+        if not margin.is_linked_to_previous:  # else it has no part of its own
+            part_out = BoundedText()
+            _python_docx_blocks(part_out, margin, headings=False)
+            if (text := part_out.text()) not in shown:
+                shown.add(text)
+                out.add(text)
     title = short_title(document.core_properties.title) or first_heading
     return Extracted(title=title, text=out.text())
 
@@ -110,7 +131,8 @@ def _unwrapped(data: bytes) -> bytes:
 def runs_and_hyperlinks() -> bytes:
     document = docx.Document()
     document.core_properties.title = ""
-    document.sections[0].header.paragraphs[0].text = "header text python-docx does not read"
+    document.sections[0].header.paragraphs[0].text = "header text, after the body"
+    document.sections[0].footer.add_paragraph("footer text, after the header")
     document.add_heading("Runs and links", level=0)
     document.add_paragraph("A paragraph with no style at all.")
     paragraph = document.add_paragraph("tab")
@@ -352,8 +374,8 @@ def test_run_content_becomes_tabs_breaks_and_hyphens() -> None:
     assert "see the link\ttext and after." in text
     assert "kept, inside w:insinside w:smartTaginside w:fldSimpleinside w:customXmlalso kept" in text
     assert "in a content control" in text
-    for unread in ("header text", "deleted"):
-        assert unread not in text
+    assert text.endswith("Ünïcödé — 中文 ✓\n\nheader text, after the body\n\nfooter text, after the header")
+    assert "deleted" not in text
 
 
 def test_styles_resolve_by_id_to_names_and_fall_back_to_the_default() -> None:

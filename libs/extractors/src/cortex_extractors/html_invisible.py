@@ -4,6 +4,8 @@ Waiting for `</p>` after `<p hidden>x<p>y` would hide the rest of the page: the 
 first. The rules are the HTML spec's on optional end tags, kept to what changes which text is seen.
 """
 
+import sys
+
 VOID = frozenset({"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"})
 _P_ENDERS = frozenset(
     {
@@ -12,6 +14,7 @@ _P_ENDERS = frozenset(
         "nav", "ol", "p", "pre", "search", "section", "table", "ul",
     }
 )  # fmt: skip
+FOREIGN_ROOTS = frozenset({"svg", "math"})  # SVG and MathML: their end tag closes all that is open inside
 _TABLE_PARTS = frozenset({"caption", "col", "colgroup", "tbody", "tfoot", "thead"})
 _ROW_PARTS = frozenset({"tr", "td", "th"})
 # The start tags that end an open element whose end tag may be left out.
@@ -50,41 +53,79 @@ _CONTAINER_ENDS = frozenset(
         "th", "thead", "tr", "ul",
     }
 )  # fmt: skip
-MAX_DEPTH = 64  # bounds the work per tag; deeper elements inside are not tracked
 
 
 class InvisibleElement:
-    """The elements open inside an invisible element, from it down, as its subtree is parsed."""
+    """The elements open inside an invisible element, from it down, as its subtree is parsed.
 
-    def __init__(self, tag: str) -> None:
+    All of them, at any depth: one left untracked would let its end tag close the invisible element early,
+    showing the rest of it. An open element costs a list slot, a tag constant work (amortized): open tags
+    are counted, and a start tag looks only at the elements it may end in the current nested context, at
+    most one per name in `_ENDED_BY` (a start tag ends an open element of its own name).
+    """
+
+    def __init__(self, tag: str, *, in_foreign: bool = False) -> None:
         self.tag = tag
-        self._open = [tag]
+        # An end tag that matches nothing open inside ends it with its container: for an element whose end
+        # tag may be left out, its containers'; inside SVG or MathML, the end of the svg or math element.
+        self._container_ends = (_CONTAINER_ENDS if tag in _ENDED_BY else frozenset()) | (
+            FOREIGN_ROOTS if in_foreign else frozenset()
+        )
+        self._open: list[str] = []
+        self._counts: dict[str, int] = {}
         self._contexts: list[int] = []  # indices in `_open` of nested contexts: a start tag ends none below
+        self._endable: list[int] = []  # indices in `_open` of elements a start tag may end (`_ENDED_BY`)
+        self._push(tag)
 
     def start(self, tag: str) -> bool:
         """Takes a start tag; True when it ends the invisible element (and so is itself outside of it)."""
-        if ends := _ENDS.get(tag):
-            base = self._contexts[-1] + 1 if self._contexts else 0
-            scope = self._open[base:]
-            if found := ends.intersection(scope):
-                self._close_from(base + min(map(scope.index, found)))
+        if (ends := _ENDS.get(tag)) and (index := self._lowest_open(ends)) is not None:
+            self._close_from(index)
         if not self._open:
             return True
-        if tag not in VOID and len(self._open) < MAX_DEPTH:
-            if tag in _NESTED_CONTEXTS:
-                self._contexts.append(len(self._open))
-            self._open.append(tag)
+        if tag not in VOID:
+            self._push(tag)
         return False
 
     def end(self, tag: str) -> bool:
         """Takes an end tag; True when it ends the invisible element: its own, or its container's."""
-        if tag in self._open:
-            self._close_from(len(self._open) - 1 - self._open[::-1].index(tag))
-        elif self.tag in _ENDED_BY and tag in _CONTAINER_ENDS:
+        if self._counts.get(tag):
+            while self._pop() != tag:
+                pass
+        elif tag in self._container_ends:
             self._close_from(0)
         return not self._open
 
-    def _close_from(self, index: int) -> None:
-        del self._open[index:]
-        while self._contexts and self._contexts[-1] >= index:
+    def _lowest_open(self, tags: frozenset[str]) -> int | None:
+        """The index of the outermost element named in `tags` open in the current nested context, if any."""
+        base = self._contexts[-1] + 1 if self._contexts else 0
+        lowest = None
+        for index in reversed(self._endable):
+            if index < base:
+                break
+            if self._open[index] in tags:
+                lowest = index
+        return lowest
+
+    def _push(self, tag: str) -> None:
+        tag = sys.intern(tag)  # one string per name: the parser makes a new one for each tag it reads
+        if tag in _NESTED_CONTEXTS:
+            self._contexts.append(len(self._open))
+        if tag in _ENDED_BY:
+            self._endable.append(len(self._open))
+        self._open.append(tag)
+        self._counts[tag] = self._counts.get(tag, 0) + 1
+
+    def _pop(self) -> str:
+        tag = self._open.pop()
+        self._counts[tag] -= 1
+        index = len(self._open)
+        if self._contexts and self._contexts[-1] == index:
             self._contexts.pop()
+        if self._endable and self._endable[-1] == index:
+            self._endable.pop()
+        return tag
+
+    def _close_from(self, index: int) -> None:
+        while len(self._open) > index:
+            self._pop()

@@ -1,7 +1,7 @@
 """HTML: the text a reader sees. Never the content of script, style, template, noscript or hidden elements.
 
-Headings become `#` lines, list items `- ` lines, table cells are joined with ` | `; the `<title>` (else
-the first heading) is the title.
+Headings become `#` lines, list items `- ` lines, table cells are joined with ` | `; the page's first
+`<title>` (else the first heading) is the title, not the title of an inline SVG icon.
 """
 
 import codecs
@@ -9,12 +9,13 @@ import re
 from html.parser import HTMLParser
 
 from cortex_extractors.extracted import Extracted
-from cortex_extractors.html_invisible import VOID, InvisibleElement
+from cortex_extractors.html_invisible import FOREIGN_ROOTS, VOID, InvisibleElement
 from cortex_extractors.limits import BoundedText, short_title
 from cortex_extractors.media_types import HTML
 from cortex_extractors.plain_text import decode_text
 
 INVISIBLE = frozenset({"script", "style", "template", "noscript", "iframe", "object"})
+FOREIGN_LABELS = frozenset({"title", "desc"})  # an SVG's name and description: a tooltip at most, never shown
 HEADINGS = {f"h{level}": level for level in range(1, 7)}
 BLOCKS = frozenset(
     {
@@ -52,9 +53,10 @@ class _VisibleText(HTMLParser):
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.out = BoundedText()
-        self.title: list[str] = []
+        self.title: list[str] | None = None  # the text of the page's first <title>, once it starts
         self.first_heading: str | None = None
         self._in_title = False
+        self._foreign = 0  # svg and math elements open around the text
         self._skipping: InvisibleElement | None = None
         self._inline: list[str] = []
         self._heading = 0
@@ -65,11 +67,14 @@ class _VisibleText(HTMLParser):
             if not self._skipping.start(tag):
                 return
             self._skipping = None  # the tag ended the invisible element, and is itself outside it
-        if tag not in VOID and (tag in INVISIBLE or _hidden(attrs)):
-            self._skipping = InvisibleElement(tag)
+        if tag not in VOID and (tag in INVISIBLE or _hidden(attrs) or self._not_the_title(tag)):
+            self._skipping = InvisibleElement(tag, in_foreign=self._foreign > 0)
             return
+        if tag in FOREIGN_ROOTS:
+            self._foreign += 1
         if tag == "title":
             self._in_title = True
+            self.title = []
         elif tag in HEADINGS:
             self._flush()
             self._heading = HEADINGS[tag]
@@ -92,6 +97,8 @@ class _VisibleText(HTMLParser):
             if own_end:
                 return
             # else its container's end tag ended it, and ends that container too: handled below
+        if tag in FOREIGN_ROOTS:
+            self._foreign = max(self._foreign - 1, 0)
         if tag == "title":
             self._in_title = False
         elif tag in HEADINGS or tag in BLOCKS:
@@ -102,14 +109,26 @@ class _VisibleText(HTMLParser):
     def handle_data(self, data: str) -> None:
         if self._skipping:
             return
-        if self._in_title:
+        if self.title is not None and self._in_title:
             self.title.append(data)
         else:
             self._inline.append(data)
 
     def close(self) -> None:
+        # What the parser still holds at the end of the page is text whose last character reference might
+        # have gone on, or an unfinished tag or comment (`<div title="x`, `<!-- note`), which close() would
+        # pass on as text. Browsers show neither: a comment runs to the end of the file, the tag is dropped.
+        if self.rawdata.startswith("<"):
+            self.rawdata = ""
         super().close()
         self._flush()
+
+    def _not_the_title(self, tag: str) -> bool:
+        """A title or desc in SVG or MathML, or a page <title> after the first: neither the page's title
+        (browsers take the first <title>) nor text shown on the page."""
+        if self._foreign:
+            return tag in FOREIGN_LABELS
+        return tag == "title" and self.title is not None
 
     def _flush(self) -> None:
         raw, self._inline = "".join(self._inline), []
@@ -150,7 +169,8 @@ class HtmlExtractor:
         parser = _VisibleText()
         parser.feed(decode_text(data, _declared_encoding(data)))
         parser.close()
-        return Extracted(title=short_title("".join(parser.title)) or parser.first_heading, text=parser.out.text())
+        title = short_title("".join(parser.title or ()))
+        return Extracted(title=title or parser.first_heading, text=parser.out.text())
 
 
 extractor = HtmlExtractor()

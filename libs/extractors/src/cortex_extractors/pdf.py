@@ -14,15 +14,23 @@ from cortex_extractors.extracted import Extracted
 from cortex_extractors.limits import MAX_PAGES, BoundedText, check_count, short_title
 from cortex_extractors.media_types import PDF
 
+# pypdf's encryption code: it raises NotImplementedError for a scheme it lacks (a security handler other
+# than Standard, an unknown algorithm) and DependencyError for one it needs a library for.
+ENCRYPTION_MODULES = ("pypdf._encryption", "pypdf._crypt_providers")
+
+
+def _raised_by_encryption(exc: BaseException) -> bool:
+    """Whether `exc` was raised in pypdf's encryption code: while opening the file (`PdfReader` reads the
+    encryption dictionary) or decrypting an object later. Elsewhere the same errors mean something else,
+    such as a stream filter pypdf lacks."""
+    frame = exc.__traceback__
+    while frame is not None and frame.tb_next is not None:
+        frame = frame.tb_next
+    return frame is not None and str(frame.tb_frame.f_globals.get("__name__", "")).startswith(ENCRYPTION_MODULES)
+
 
 def _open(reader: PdfReader) -> None:
-    if not reader.is_encrypted:
-        return
-    try:
-        opened = reader.decrypt("")
-    except (DependencyError, NotImplementedError) as exc:
-        raise EncryptedFile(f"the PDF is encrypted with a scheme that cannot be opened here ({exc})") from exc
-    if opened == PasswordType.NOT_DECRYPTED:
+    if reader.is_encrypted and reader.decrypt("") == PasswordType.NOT_DECRYPTED:
         raise EncryptedFile("the PDF needs a password to open")
 
 
@@ -40,6 +48,10 @@ class PdfExtractor:
             title = reader.metadata.title if reader.metadata is not None else None
         except LimitReachedError as exc:
             raise TooLarge(f"the PDF is over a safety limit ({exc})") from exc
+        except (DependencyError, NotImplementedError) as exc:
+            if _raised_by_encryption(exc):
+                raise EncryptedFile(f"the PDF is encrypted with a scheme that cannot be opened here ({exc})") from exc
+            raise
         return Extracted(title=short_title(title), text=out.text())
 
 

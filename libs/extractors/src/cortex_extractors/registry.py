@@ -51,7 +51,8 @@ def supported_media_types() -> frozenset[str]:
 
 
 def extract(media_type: str, data: bytes, filename: str | None = None) -> Extracted:
-    """The text of a file. Raises an `ExtractionError` subclass, with a reason, for anything it cannot read."""
+    """The text of a file. Raises an `ExtractionError` subclass, with a reason, for anything it cannot read;
+    a `MemoryError` as it is: the caller's process limit was reached, which says nothing about the file."""
     kind = normalize(media_type)
     found = _by_media_type().get(kind)
     if found is None and data.startswith(OLE_MAGIC):  # .doc, .xls, .ppt: say what would be read
@@ -63,7 +64,7 @@ def extract(media_type: str, data: bytes, filename: str | None = None) -> Extrac
     extractor, plugin = found
     try:
         return extractor.extract(data, filename)
-    except ExtractionError:
+    except (ExtractionError, MemoryError):  # out of memory is the worker's to report (as too large), not the file's
         raise
     except Exception as exc:  # parsers fail on malformed input with any exception at all
         raised = f"{type(exc).__name__}: {exc}"

@@ -1,4 +1,4 @@
-"""XLSX: one `#` section per sheet, each non-empty row a line of ` | `-separated cell values.
+"""XLSX: one `#` section per sheet, each non-empty row a line of its non-empty cells' values, ` | ` between.
 
 The workbook is read in openpyxl's streaming (read-only) mode, with cached values instead of formulas.
 """
@@ -47,9 +47,11 @@ def row_lines(rows: Iterator[tuple[Any, ...]], sheet: str) -> Iterator[str]:
         with_cells += 1
         if with_cells > MAX_ROWS_PER_SHEET:
             raise TooLarge(f"sheet {sheet!r} has more than {MAX_ROWS_PER_SHEET:,} rows")
-        cells = [cell_text(value) for value in row]
-        while cells and not cells[-1]:
-            cells.pop()
+        # Only the cells that hold something: an empty one has no words, and a row of them as separators
+        # would grow with the gap between two cells (up to 16,383 columns), not with what the row says.
+        # Column positions are lost either way (one separator for a run of empties would not keep them).
+        # (openpyxl still pads the row with None up to its last cell: reading it, not its text, takes longer.)
+        cells = [text for value in row if value is not None and (text := cell_text(value))]
         if cells:
             yield " | ".join(cells)
 

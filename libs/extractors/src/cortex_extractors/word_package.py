@@ -1,4 +1,5 @@
-"""The three parts of a DOCX package the text comes from: main document, its styles, core properties.
+"""The parts of a DOCX package the text comes from: main document, its styles, notes, headers and footers, and
+the core properties.
 
 They are found as python-docx finds them, through relationships (`_rels/.rels`, then the main part's
 own rels), and only they are read: python-docx parsed every XML part of the package.
@@ -8,6 +9,7 @@ import io
 import posixpath
 import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from lxml import etree
@@ -33,6 +35,10 @@ class WordPackage:
     document: etree._Element
     styles: Part | None  # left unparsed: `word_styles` parses a styles part once per distinct content
     title: str | None  # the core properties' dc:title, if there is one
+    # Member names of the parts read after the body, one at a time (`read_parts`): several sections name
+    # the same header, so each is named once.
+    notes: tuple[str, ...]  # the footnotes part, then the endnotes part
+    headers_and_footers: tuple[str, ...]  # the headers, then the footers
 
 
 def _read(package: zipfile.ZipFile, name: str | None) -> Part | None:
@@ -53,30 +59,53 @@ def parse(part: Part) -> etree._Element:
         raise CorruptFile(f"not a readable DOCX file: {part.name} is not well-formed XML ({exc})") from exc
 
 
-def _related(package: zipfile.ZipFile, source: str, kind: str) -> str | None:
-    """The ZIP member name of the part `source` ("" for the package) relates to by type `…/kind`."""
+def _relationships(package: zipfile.ZipFile, source: str) -> list[tuple[str, str]]:
+    """(kind, ZIP member name) of each part `source` ("" for the package) relates to, in order; the kind is
+    the relationship type's last segment (`styles`, `header`…). External targets are left out."""
     folder, base = posixpath.split(source)
     rels = _read(package, posixpath.join(folder, "_rels", f"{base}.rels"))
-    if rels is None:
-        return None
-    for rel in parse(rels).iterchildren(RELATIONSHIP):
+    related = []
+    for rel in parse(rels).iterchildren(RELATIONSHIP) if rels is not None else ():
         target = rel.get("Target")
-        if rel.get("Type", "").endswith(f"/{kind}") and rel.get("TargetMode") != "External" and target:
+        if rel.get("TargetMode") != "External" and target:
             # Relative to the source's folder, or absolute from the package root when it starts with /.
-            return posixpath.normpath(posixpath.join("/", folder, target)).lstrip("/")
-    return None
+            name = posixpath.normpath(posixpath.join("/", folder, target)).lstrip("/")
+            related.append((rel.get("Type", "").rsplit("/", 1)[-1], name))
+    return related
+
+
+def _named(related: list[tuple[str, str]], *kinds: str) -> tuple[str, ...]:
+    """The member names of the parts of `kinds`, kind by kind, each name once."""
+    return tuple(dict.fromkeys(name for wanted in kinds for kind, name in related if kind == wanted))
+
+
+def _first(related: list[tuple[str, str]], kind: str) -> str | None:
+    return next(iter(_named(related, kind)), None)
 
 
 def open_package(data: bytes) -> WordPackage:
     """The parts of a DOCX that `check_package` accepted. Raises CorruptFile without a main part."""
     with zipfile.ZipFile(io.BytesIO(data)) as package:
-        main = _related(package, "", "officeDocument")
+        of_package = _relationships(package, "")
+        main = _first(of_package, "officeDocument")
         if main is None:
             raise CorruptFile("not a readable DOCX file: its package names no main document part")
         document = _read(package, main)
         if document is None:
             raise CorruptFile(f"not a readable DOCX file: its main document part {main} is missing")
-        styles = _read(package, _related(package, main, "styles"))
-        core = _read(package, _related(package, "", "core-properties"))
+        of_main = _relationships(package, main)
+        styles = _read(package, _first(of_main, "styles"))
+        core = _read(package, _first(of_package, "core-properties"))
     title = None if core is None else parse(core).findtext(CORE_TITLE)
-    return WordPackage(parse(document), styles, title)
+    notes = _named(of_main, "footnotes", "endnotes")
+    return WordPackage(parse(document), styles, title, notes, _named(of_main, "header", "footer"))
+
+
+def read_parts(data: bytes, names: tuple[str, ...]) -> Iterator[Part]:
+    """The parts `names` names, read one at a time as they are asked for; those missing are left out."""
+    if not names:
+        return
+    with zipfile.ZipFile(io.BytesIO(data)) as package:
+        for name in names:
+            if (part := _read(package, name)) is not None:
+                yield part

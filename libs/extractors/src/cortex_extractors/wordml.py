@@ -7,6 +7,8 @@ W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
 
 DOCUMENT = f"{W}document"
 BODY = f"{W}body"
+FOOTNOTE = f"{W}footnote"  # in the footnotes part (w:footnotes), as w:endnote in the endnotes part
+ENDNOTE = f"{W}endnote"
 
 PARAGRAPH = f"{W}p"
 PARAGRAPH_PROPERTIES = f"{W}pPr"
@@ -30,6 +32,17 @@ MOVED_TO = f"{W}moveTo"
 SIMPLE_FIELD = f"{W}fldSimple"  # its runs are the field's last result, as Word shows it
 DIRECTION = f"{W}dir"
 BIDI_OVERRIDE = f"{W}bdo"
+
+DELETED = f"{W}del"
+MOVED_FROM = f"{W}moveFrom"
+
+# A text box's content, in a DrawingML shape (wps:txbx) or a VML one (v:textbox), anchored by a run.
+TEXT_BOX_CONTENT = f"{W}txbxContent"
+# Markup compatibility: Word writes a shape twice, as mc:Choice (DrawingML) and mc:Fallback (VML).
+MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+ALTERNATE_CONTENT = f"{MC}AlternateContent"
+CHOICE = f"{MC}Choice"
+FALLBACK = f"{MC}Fallback"
 
 TABLE = f"{W}tbl"
 ROW = f"{W}tr"
