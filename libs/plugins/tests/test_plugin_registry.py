@@ -6,8 +6,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from cortex_contracts.plugins import HealthStatus, PluginNotConfigured, SelectionReason
+from cortex_contracts.plugins import HealthStatus, PluginNotConfigured, PluginSettingsInvalid, SelectionReason
 from cortex_plugins import PluginChoiceError, PluginRegistry, PluginUnavailable
 from cortex_plugins.discovery import EntryPointLike
 from cortex_plugins.listing import check_health, plugins_view
@@ -412,3 +413,41 @@ async def test_the_embedder_shown_is_the_one_the_services_settings_choose(
     pinned = PluginRegistry(find=lambda group: groups.get(group, []), pins={"embedder": "local"})  # a pin wins
     embedder = next(c for c in (await plugins_view(pinned, {})).categories if c.category == "embedder")
     assert (embedder.active, embedder.env_pin) == ("local", "local")
+
+
+def invalid_settings_factory() -> Store:
+    raise PluginSettingsInvalid("not valid: CORTEX_QDRANT_TIMEOUT_SECONDS (Input should be a valid integer)")
+
+
+def test_a_plugin_whose_settings_are_not_valid_is_reported_in_one_line(caplog: pytest.LogCaptureFixture) -> None:
+    groups = {"cortex.vector_store": [FakeEntryPoint("qdrant", "fake_qdrant:create", invalid_settings_factory)]}
+    registry = PluginRegistry(find=lambda group: groups.get(group, []), pins={"vector_store": "qdrant"})
+    with caplog.at_level(logging.INFO, logger="cortex_plugins"):
+        (qdrant,) = registry.plugins("vector_store")
+    assert qdrant.error == (
+        "fake_qdrant:create() failed: not valid: CORTEX_QDRANT_TIMEOUT_SECONDS (Input should be a valid integer)"
+    )
+    # Before: two chained tracebacks (~25 lines) above the one line that said which setting.
+    assert [(r.levelname, r.exc_info) for r in caplog.records] == [("WARNING", None)]
+
+
+def test_a_plugin_whose_settings_model_refuses_a_value_is_reported_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    class StoreSettings(BaseSettings):
+        model_config = SettingsConfigDict(env_prefix="CORTEX_FAKE_STORE_")
+        timeout_seconds: int = 10
+
+    def create() -> Store:
+        StoreSettings()
+        return Store("fake")
+
+    monkeypatch.setenv("CORTEX_FAKE_STORE_TIMEOUT_SECONDS", "soon")
+    groups = {"cortex.vector_store": [FakeEntryPoint("fake", "fake_store:create", create)]}
+    with caplog.at_level(logging.INFO, logger="cortex_plugins"):
+        (fake,) = PluginRegistry(find=lambda group: groups.get(group, []), pins={}).plugins("vector_store")
+    assert fake.error == (
+        "fake_store:create() failed: StoreSettings not valid: timeout_seconds (Input should be a valid integer, "
+        "unable to parse string as an integer)"
+    )
+    assert [(r.levelname, r.exc_info) for r in caplog.records] == [("WARNING", None)]

@@ -23,6 +23,11 @@ class PluginNotConfigured(Exception):
     CORTEX_MEM0_URL): an optional plugin nobody set up, not a fault. The message names the settings."""
 
 
+class PluginSettingsInvalid(Exception):
+    """What a plugin factory raises when a setting is given but not valid: the operator's to fix, so the
+    message names the setting and no traceback is logged."""
+
+
 class HealthStatus(StrEnum):
     OK = "ok"  # loaded, and its `health()` (if it has one) reported nothing wrong
     UNHEALTHY = "unhealthy"  # loaded, but `health()` gave a reason (or failed, or timed out)

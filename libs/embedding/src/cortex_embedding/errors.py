@@ -1,6 +1,6 @@
 """What can go wrong when embedding, as types a caller can tell apart."""
 
-from cortex_contracts.plugins import PluginNotConfigured
+from cortex_contracts.plugins import PluginNotConfigured, PluginSettingsInvalid
 
 
 class EmbeddingError(Exception):
@@ -34,5 +34,5 @@ class EmbedderNotConfigured(EmbeddingError, PluginNotConfigured):
     """Settings the embedder cannot do without are not given."""
 
 
-class EmbedderSettingsInvalid(EmbeddingError):
+class EmbedderSettingsInvalid(EmbeddingError, PluginSettingsInvalid):
     """A setting of the embedder is given but not valid."""

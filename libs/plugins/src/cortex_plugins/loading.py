@@ -2,9 +2,12 @@
 
 import inspect
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from cortex_contracts.plugins import PluginNotConfigured
+from pydantic import ValidationError
+
+from cortex_contracts.plugins import PluginNotConfigured, PluginSettingsInvalid
 from cortex_plugins.discovery import EntryPointLike
 
 log = logging.getLogger(__name__)
@@ -42,16 +45,9 @@ def load_plugin(category: str, entry: EntryPointLike, methods: tuple[str, ...] =
         log.warning("%s plugin %r (%s) failed to import", category, entry.name, entry.value, exc_info=True)
         return LoadedPlugin(category, entry.name, entry.value, None, f"import failed: {type(exc).__name__}: {exc}")
     if _is_factory(obj):
-        try:
-            obj = obj()
-        except PluginNotConfigured as exc:  # an optional plugin nobody set up: no traceback, no warning
-            log.info("%s plugin %r is not configured: %s", category, entry.name, exc)
-            return LoadedPlugin(category, entry.name, entry.value, None, str(exc), configured=False)
-        except Exception as exc:
-            log.warning("%s plugin %r: %s() raised", category, entry.name, entry.value, exc_info=True)
-            return LoadedPlugin(
-                category, entry.name, entry.value, None, f"{entry.value}() failed: {type(exc).__name__}: {exc}"
-            )
+        obj = _made(category, entry, obj)
+        if isinstance(obj, LoadedPlugin):
+            return obj
     if obj is None:  # else listed as loaded and healthy, and chosen, then failing at its first call
         log.warning("%s plugin %r: %s gave no plugin (None)", category, entry.name, entry.value)
         return LoadedPlugin(category, entry.name, entry.value, None, f"{entry.value} gave no plugin (None)")
@@ -60,6 +56,29 @@ def load_plugin(category: str, entry: EntryPointLike, methods: tuple[str, ...] =
         log.warning("%s plugin %r: %s", category, entry.name, error)
         return LoadedPlugin(category, entry.name, entry.value, None, error)
     return LoadedPlugin(category, entry.name, entry.value, obj)
+
+
+def _settings_error(exc: ValidationError) -> str:
+    """`Model: field (why); …`, without the input (it may be a secret)."""
+    return f"{exc.title} not valid: " + "; ".join(f"{'.'.join(map(str, e['loc']))} ({e['msg']})" for e in exc.errors())
+
+
+def _made(category: str, entry: EntryPointLike, factory: Callable[[], object]) -> object:
+    """What the factory makes, or the failed plugin when it raises."""
+    try:
+        return factory()
+    except PluginNotConfigured as exc:  # an optional plugin nobody set up: no traceback, no warning
+        log.info("%s plugin %r is not configured: %s", category, entry.name, exc)
+        return LoadedPlugin(category, entry.name, entry.value, None, str(exc), configured=False)
+    except (PluginSettingsInvalid, ValidationError) as exc:  # a setting not valid: a traceback would bury which
+        error = f"{entry.value}() failed: {_settings_error(exc) if isinstance(exc, ValidationError) else exc}"
+        log.warning("%s plugin %r: %s", category, entry.name, error)
+        return LoadedPlugin(category, entry.name, entry.value, None, error)
+    except Exception as exc:
+        log.warning("%s plugin %r: %s() raised", category, entry.name, entry.value, exc_info=True)
+        return LoadedPlugin(
+            category, entry.name, entry.value, None, f"{entry.value}() failed: {type(exc).__name__}: {exc}"
+        )
 
 
 def duplicate(category: str, entry: EntryPointLike, kept: LoadedPlugin) -> LoadedPlugin:
