@@ -158,3 +158,20 @@ async def test_a_file_is_fetched_only_in_its_turn_so_waiting_events_hold_no_byte
     assert [text.title for text in texts] == ["Plan"] * 3
     # Before: "fetched" three times first; every event waiting for the one worker held its file meanwhile.
     assert steps == ["fetched", "extracted"] * 3
+
+
+async def test_a_worker_started_by_a_large_process_is_not_taken_for_spent() -> None:
+    others = frozenset(extraction_workers())
+    ballast = b"x" * (600 * 2**20)  # the starting process holds more than the bound (the indexer holds a model)
+    workers = ExtractionWorkers(workers=1, timeout_seconds=10)
+    try:
+        await workers.start()
+        del ballast
+        first = extraction_workers() - others
+        for _ in range(2):
+            assert (await workers.extract(*NOTE)).title == "Plan"
+        # Before: the peak the worker inherited across exec (~600 MB here) counted as its own, so every worker
+        # ended after its first reply, and in a full test run the next file found it gone.
+        assert extraction_workers() - others == first
+    finally:
+        await workers.close()

@@ -20,6 +20,7 @@ import struct
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import BinaryIO
 
 from cortex_extractors import ExtractionError, extract
@@ -30,7 +31,7 @@ log = logging.getLogger(__name__)
 
 NICENESS = 10  # below the model and the event loop: a slow file slows others' documents little
 MEMORY_LIMIT_BYTES = 2 * 2**30
-RETIRE_ABOVE_BYTES = 512 * 2**20  # a worker whose peak memory passed this ends after its reply
+RETIRE_ABOVE_BYTES = 512 * 2**20  # a worker still holding this much after a reply ends
 FRAME = struct.Struct("!Q")
 
 Job = tuple[str, bytes, str | None]  # media type, the file's bytes, its name
@@ -54,7 +55,7 @@ class ExtractionWorkers:
     """At most `workers` files extracted at once, each within `timeout_seconds`."""
 
     def __init__(self, workers: int, timeout_seconds: float, retire_above_bytes: int = RETIRE_ABOVE_BYTES) -> None:
-        """`retire_above_bytes`: a worker whose peak memory passed this ends after its reply."""
+        """`retire_above_bytes`: a worker still holding this much memory after a reply ends."""
         self.timeout_seconds = timeout_seconds
         self._retire_above = retire_above_bytes
         self._workers = workers
@@ -172,12 +173,20 @@ def _reply_to(media_type: str, data: bytes, filename: str | None) -> Reply:
         return WorkerFailed(f"{type(exc).__name__}: {exc}")
 
 
+def _resident_bytes() -> int:
+    """This process's resident memory now (not its peak: Linux carries the peak of the process that started
+    it across exec, so a worker of a large indexer would seem spent at once). 0 where /proc is missing."""
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize()
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def _spent(reply: Reply, retire_above_bytes: int) -> bool:
     """Whether this worker ends after this reply: Python keeps the memory a large file took (QA 35: a worker
     idled at 1.3 GB after one DOCX), and after a MemoryError its state is not to be trusted. The indexer
     starts a fresh one for the next file."""
-    peak_bytes = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # (Linux reports KiB)
-    return isinstance(reply, OutOfMemory) or peak_bytes > retire_above_bytes
+    return isinstance(reply, OutOfMemory) or _resident_bytes() > retire_above_bytes
 
 
 def serve(retire_above_bytes: int) -> None:
