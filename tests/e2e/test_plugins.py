@@ -22,7 +22,7 @@ from sqlalchemy.exc import DBAPIError
 
 from cortex_cli import config
 from cortex_cli.main import main
-from cortex_cli.plugins import choose_plugin, list_plugins
+from cortex_cli.plugins import choose_plugin, list_plugins, render
 from cortex_gateway.tokens import issue_token
 from cortex_plugins import PluginChoiceError, PluginRegistry, discovery
 from cortex_plugins.testing import FakeEntryPoint
@@ -33,6 +33,7 @@ from tests.conftest import Org
 from tests.gateways import running_gateway
 from tests.infrastructure import Infrastructure
 from tests.org_clients import client_for, close_org, create_org
+from tests.own_database import on_database, own_database, scalar
 from tests.services import SECRET
 
 pytestmark = pytest.mark.e2e
@@ -294,3 +295,50 @@ async def test_the_cli_lists_an_unhealthy_plugin_in_its_table_without_log_lines(
     assert done.returncode == 0, done.stderr
     assert "mem0" in done.stdout and "unhealthy: mem0 at http://127.0.0.1:9" in done.stdout
     assert done.stderr == ""  # before: the service's WARNING about the failed call, above the table
+
+
+async def switch_space(database_url: str, model: str, dimension: int) -> None:
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        async with engine.begin() as connection:
+            switch = text("SELECT cortex_switch_embedding_space(:m, :d)")
+            await connection.execute(switch, {"m": model, "d": dimension})
+    finally:
+        await engine.dispose()
+
+
+async def test_the_embedder_entry_says_search_is_lexical_only_when_the_index_holds_another_model(
+    migrated: Infrastructure, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """QA 34: the listing said the embedder was ok while every search ran without its dense leg."""
+    async with own_database(migrated.database_url, "cx_space") as name:
+        database_url = on_database(migrated.database_url, name)
+        org_id = uuid.uuid4()
+
+        view = await list_plugins(database_url, org_id, PluginRegistry())
+        fitting = next(category for category in view.categories if category.category == "embedder")
+        assert (fitting.active, fitting.index_space, fitting.detail) == (
+            "local",
+            "all-MiniLM-L6-v2 (dimension 384)",
+            None,
+        )
+
+        await switch_space(database_url, "nomic-embed-text", 768)
+        view = await list_plugins(database_url, org_id, PluginRegistry())
+        embedder = next(category for category in view.categories if category.category == "embedder")
+        assert embedder.index_space == "nomic-embed-text (dimension 768)"
+        assert embedder.detail == (
+            "the index holds embeddings of nomic-embed-text (dimension 768), not of all-MiniLM-L6-v2: search and "
+            "recall are lexical-only until the indexer runs with all-MiniLM-L6-v2 (it re-embeds everything when "
+            "it starts on a new model)"
+        )
+        assert by_name(embedder.model_dump(by_alias=True))["local"]["health"] == "ok"  # healthy all the same
+        print(render(view))
+        assert "embedder: local [default] — the index holds embeddings of nomic-embed-text" in capsys.readouterr().out
+
+
+async def test_the_gateway_lists_the_space_the_index_is_in(migrated: Infrastructure, plugin_org: Org) -> None:
+    recorded = await scalar(migrated.database_url, "SELECT model || '/' || dimension FROM embedding_space WHERE active")
+    embedder = (await listing(plugin_org))["embedder"]
+    shown = embedder.get("indexSpace")
+    assert shown == (None if recorded is None else "{} (dimension {})".format(*recorded.split("/")))

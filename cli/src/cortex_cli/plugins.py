@@ -8,6 +8,7 @@ from cortex_plugins import PluginRegistry
 from cortex_plugins.choices import org_choices, save_choice
 from cortex_plugins.listing import plugins_view
 from cortex_store.database import make_engine, make_sessionmaker
+from cortex_store.embedding_space import recorded_space
 from cortex_store.tenancy import org_transaction
 
 
@@ -31,8 +32,9 @@ async def list_plugins(database_url: str, org_id: uuid.UUID, registry: PluginReg
         sessions = make_sessionmaker(engine)
         async with org_transaction(sessions, org_id) as session:
             chosen = await org_choices(session, org_id)
+            space = await recorded_space(session)
         registry.use_database(sessions)  # so that a plugin keeping its data in PostgreSQL can report health
-        return await plugins_view(registry, chosen)
+        return await plugins_view(registry, chosen, index_space=space)
     finally:
         await engine.dispose()
 
@@ -56,6 +58,8 @@ def _category_lines(category: CategoryStatus) -> list[str]:
     head = f"{category.category}: {'all loaded' if every else category.active or '(none)'} [{category.reason.value}]"
     if category.detail:
         head += f" — {category.detail}"
+    if category.index_space:
+        head += f" (the index: {category.index_space})"
     lines = [_plugin_line(p, p.loaded if every else p.name == category.active) for p in category.plugins]
     return [head, *lines]
 

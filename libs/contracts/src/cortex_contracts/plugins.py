@@ -55,6 +55,13 @@ class CategoryStatus(WireModel):
     )
     env_pin: str | None = Field(default=None, description="The CORTEX_PLUGIN_<CATEGORY> value, if set.")
     org_choice: str | None = Field(default=None, description="The organization's stored choice, if any.")
+    index_space: str | None = Field(
+        default=None,
+        description=(
+            "embedder only: the model and dimension the stored embeddings were made with (none before anything "
+            "was embedded). When the active embedder's model is another, `detail` says search is lexical-only."
+        ),
+    )
     plugins: list[PluginStatus] = Field(description="Every installed plugin of the category, by name.")
 
 

@@ -4,12 +4,15 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Mapping
+from typing import cast
 
 from cortex_contracts.plugins import CategoryStatus, HealthStatus, PluginStatus, PluginsView, SelectionReason
+from cortex_embedding.embedder import Embedder, model_name
 from cortex_plugins.categories import Category
 from cortex_plugins.loading import LoadedPlugin
 from cortex_plugins.registry import PluginRegistry
 from cortex_plugins.service_embedders import chosen_by_settings
+from cortex_store.embedding_space import RecordedSpace
 
 log = logging.getLogger(__name__)
 
@@ -42,27 +45,53 @@ async def _status(loaded: LoadedPlugin, default: str | None, timeout: float) -> 
     return PluginStatus(**common, loaded=True, health=health, health_detail=reason)
 
 
-async def _category(registry: PluginRegistry, each: Category, org_choice: str | None, timeout: float) -> CategoryStatus:
+def _space_mismatch(active: LoadedPlugin | None, space: RecordedSpace) -> str | None:
+    """Why search is lexical-only although the active embedder is healthy: the index holds another model's
+    vectors (QA 34: the listing said ok while every search ran without its dense leg)."""
+    if active is None or not active.loaded:
+        return None
+    model = model_name(cast(Embedder, active.plugin))
+    if model == space.model:
+        return None
+    return (
+        f"the index holds embeddings of {space}, not of {model}: search and recall are lexical-only until the "
+        f"indexer runs with {model} (it re-embeds everything when it starts on a new model)"
+    )
+
+
+async def _category(
+    registry: PluginRegistry, each: Category, org_choice: str | None, timeout: float, space: RecordedSpace | None
+) -> CategoryStatus:
     plugins = registry.plugins(each.name)
     statuses = list(await asyncio.gather(*(_status(p, each.default, timeout) for p in plugins)))
     pin = registry.pin(each.name)
     common = {"category": each.name, "group": each.group, "env_pin": pin, "org_choice": org_choice}
     if not each.selectable:
         used = sum(p.loaded for p in plugins)
-        detail = f"every loaded {each.name} is used for its media types ({used} of {len(plugins)} loaded)"
-        return CategoryStatus(**common, reason=SelectionReason.MEDIA_TYPE, detail=detail, plugins=statuses)
+        every = f"every loaded {each.name} is used for its media types ({used} of {len(plugins)} loaded)"
+        return CategoryStatus(**common, reason=SelectionReason.MEDIA_TYPE, detail=every, plugins=statuses)
     chosen = registry.selection(each.name, org_choice)
     if each.name == "embedder" and pin is None:
         chosen = chosen_by_settings() or chosen
-    return CategoryStatus(**common, active=chosen.name, reason=chosen.reason, detail=chosen.detail, plugins=statuses)
+    detail = chosen.detail
+    if each.name == "embedder" and space is not None:
+        common["index_space"] = str(space)
+        active = next((p for p in plugins if p.name == chosen.name), None)
+        detail = "; ".join(part for part in (detail, _space_mismatch(active, space)) if part) or None
+    return CategoryStatus(**common, active=chosen.name, reason=chosen.reason, detail=detail, plugins=statuses)
 
 
 async def plugins_view(
-    registry: PluginRegistry, org_choices: Mapping[str, str], *, timeout: float = HEALTH_TIMEOUT_SECONDS
+    registry: PluginRegistry,
+    org_choices: Mapping[str, str],
+    *,
+    index_space: RecordedSpace | None = None,
+    timeout: float = HEALTH_TIMEOUT_SECONDS,
 ) -> PluginsView:
-    """Every category for one organization. Loads what is not loaded yet in a worker thread."""
+    """Every category for one organization. Loads what is not loaded yet in a worker thread. `index_space`
+    is the embedding space the index is in, which the embedder's entry compares with the active model."""
     await asyncio.to_thread(registry.load_all)
     categories = await asyncio.gather(
-        *(_category(registry, each, org_choices.get(each.name), timeout) for each in registry.categories)
+        *(_category(registry, each, org_choices.get(each.name), timeout, index_space) for each in registry.categories)
     )
     return PluginsView(categories=list(categories))

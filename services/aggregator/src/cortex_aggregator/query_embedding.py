@@ -16,11 +16,9 @@ import math
 import time
 from array import array
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import TypeVar
 
 from opentelemetry import metrics
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator.expiring_lru import ExpiringLru
@@ -28,10 +26,10 @@ from cortex_contracts.vector_store import VectorStoreUnavailable
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.embedder import model_name
 from cortex_embedding.errors import EmbeddingError
+from cortex_store.embedding_space import RecordedSpace, recorded_space
 
 log = logging.getLogger(__name__)
 
-ACTIVE_SPACE = text("SELECT model, dimension FROM embedding_space WHERE active")
 CACHED_QUERIES = 1024  # ~3 KB each at 384 dimensions
 
 Context = TypeVar("Context")
@@ -41,15 +39,6 @@ Reply = TypeVar("Reply")
 
 class SpaceMismatch(EmbeddingError):
     """The query vector is not in the index's embedding space."""
-
-
-@dataclass(frozen=True)
-class Recorded:
-    model: str
-    dimension: int
-
-    def __str__(self) -> str:
-        return f"{self.model} (dimension {self.dimension})"
 
 
 class QueryEmbedding:
@@ -64,7 +53,7 @@ class QueryEmbedding:
         self._embedder = embedder
         self.model = model_name(embedder.embedder)
         self._refresh_seconds = refresh_seconds
-        self._recorded: Recorded | None = None
+        self._recorded: RecordedSpace | None = None
         self._read_at = float("-inf")
         self._failed_at = float("-inf")
         # query text -> its vector (doubles: exactly what the embedder gave; an array, which the collector skips)
@@ -73,18 +62,17 @@ class QueryEmbedding:
             "cortex.aggregator.query_vectors", description="Query vectors a search or recall used, by `cached`"
         )
 
-    async def recorded(self) -> Recorded | None:
+    async def recorded(self) -> RecordedSpace | None:
         now = time.monotonic()
         if now - self._read_at >= self._refresh_seconds:
             async with self._sessions() as session:
-                row = (await session.execute(ACTIVE_SPACE)).first()
-            recorded = Recorded(row.model, row.dimension) if row else None
+                recorded = await recorded_space(session)
             if recorded != self._recorded:
                 self._tell(recorded)
             self._recorded, self._read_at = recorded, now
         return self._recorded
 
-    def _tell(self, recorded: Recorded | None) -> None:
+    def _tell(self, recorded: RecordedSpace | None) -> None:
         """Say when the query model stops or starts fitting the index: answering lexical-only, a search
         looks the same from outside (QA 34: the aggregator ran on another model, unnoticed)."""
         if recorded is not None and recorded.model != self.model:

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.embedder import model_name
 from cortex_embedding.errors import EmbeddingError
+from cortex_store.embedding_space import ACTIVE_SPACE
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +34,6 @@ SWITCH_LOCK_KEY = 0x63786573  # the switch function holds it exclusively (migrat
 # Taken first in a writing transaction, shared: a switch waits for the write, a write during a switch
 # waits for it to commit. A statement of its own, so the next one reads after the wait.
 SHARE_SWITCH_LOCK = text(f"SELECT pg_advisory_xact_lock_shared({SWITCH_LOCK_KEY})")
-ACTIVE = text("SELECT model, dimension FROM embedding_space WHERE active")
 
 
 @dataclass
@@ -66,7 +66,7 @@ async def holds(session: AsyncSession, space: EmbeddingSpace) -> bool:
     switch back: that copy is the newer configuration) and says so once.
     """
     await session.execute(SHARE_SWITCH_LOCK)
-    row = (await session.execute(ACTIVE)).first()
+    row = (await session.execute(ACTIVE_SPACE)).first()
     if row is not None and row.model == space.model and row.dimension == space.dimension:
         return True
     superseded(space, f"{row.model if row else None} (dimension {row.dimension if row else None})")
@@ -94,7 +94,7 @@ async def adopt(sessions: async_sessionmaker[AsyncSession], embedder: BatchingEm
     inner = embedder.embedder
     if space.dimension is None:
         async with sessions() as session:
-            recorded = (await session.execute(ACTIVE)).first()
+            recorded = (await session.execute(ACTIVE_SPACE)).first()
         if recorded is not None and recorded.model == space.model:
             space.dimension = int(recorded.dimension)
     if space.dimension is None:

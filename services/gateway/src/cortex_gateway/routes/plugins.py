@@ -10,6 +10,7 @@ from cortex_gateway.routes.responses import ERRORS, problem
 from cortex_plugins import PluginRegistry
 from cortex_plugins.choices import org_choices
 from cortex_plugins.listing import plugins_view
+from cortex_store.embedding_space import recorded_space
 from cortex_store.tenancy import org_transaction
 
 router = APIRouter(prefix="/api/memory", tags=["plugins"])
@@ -33,4 +34,5 @@ async def list_plugins(
 ) -> PluginsView:
     async with org_transaction(res.sessions, caller.organization_id) as session:
         chosen = await org_choices(session, caller.organization_id)
-    return await plugins_view(registry, chosen)
+        space = await recorded_space(session)
+    return await plugins_view(registry, chosen, index_space=space)
