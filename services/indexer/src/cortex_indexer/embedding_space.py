@@ -25,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.embedder import model_name
 from cortex_embedding.errors import EmbeddingError
-from cortex_store.embedding_space import ACTIVE_SPACE
+from cortex_store.embedding_space import ACTIVE_SPACE, recorded_space
 
 log = logging.getLogger(__name__)
 
@@ -92,11 +92,10 @@ async def adopt(sessions: async_sessionmaker[AsyncSession], embedder: BatchingEm
     endpoint's answer does not switch the index to another dimension of the same model (QA 29: one wrong
     answer at start cleared every stored embedding). To change a model's dimension, configure it."""
     inner = embedder.embedder
-    if space.dimension is None:
-        async with sessions() as session:
-            recorded = (await session.execute(ACTIVE_SPACE)).first()
-        if recorded is not None and recorded.model == space.model:
-            space.dimension = int(recorded.dimension)
+    async with sessions() as session:
+        recorded = await recorded_space(session)
+    if space.dimension is None and recorded is not None and recorded.model == space.model:
+        space.dimension = recorded.dimension
     if space.dimension is None:
         health = getattr(inner, "health", None)
         reason = await health() if health is not None else None
@@ -114,10 +113,14 @@ async def adopt(sessions: async_sessionmaker[AsyncSession], embedder: BatchingEm
         expect(space.dimension)  # an answer of another length is refused: indexed lexical-only, backfilled later
     space.adopted = True
     if switched:
+        # On a fresh database too (the migrations record the default model): say what was there, not that
+        # embeddings were cleared, which alarmed on a first start with another model (QA 34 D5).
         log.warning(
-            "embedding model is now %s (dimension %d): stored embeddings were cleared and are being re-embedded",
+            "embedding model is now %s (dimension %d); the index was in %s: whatever it held of that model was "
+            "cleared and is being re-embedded",
             space.model,
             space.dimension,
+            recorded,
         )
     else:
         log.info("embedding with %s (dimension %d), as the index records", space.model, space.dimension)
