@@ -69,3 +69,13 @@ async def test_pgvector_must_be_bound_to_the_services_sessions() -> None:
     with pytest.raises(RuntimeError, match="bind"):
         await pgvector.create().search(uuid.uuid4(), [0.0] * 4, 3)
     assert "bind" in (await pgvector.create().health() or "")
+
+
+async def test_an_unopened_local_store_whose_directory_cannot_be_made_is_unhealthy(tmp_path: Path) -> None:
+    """Before: healthy until first used, then every write failed (QA: a path under a file)."""
+    (tmp_path / "a-file").write_text("not a directory")
+    store = qdrant.QdrantVectorStore(QdrantSettings(url=None, path=tmp_path / "a-file" / "q", dimension=4))
+    assert await store.health() == f"qdrant (local mode at {tmp_path}/a-file/q): {tmp_path}/a-file is not a directory"
+    fine = qdrant.QdrantVectorStore(QdrantSettings(url=None, path=tmp_path / "new" / "q", dimension=4))
+    assert await fine.health() is None
+    assert not (tmp_path / "new").exists()  # checked, not made

@@ -11,6 +11,7 @@ Per document the highest version wins without any coordination between writers: 
 
 import asyncio
 import functools
+import os
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any, ParamSpec, TypeVar, cast
@@ -239,9 +240,10 @@ class QdrantVectorStore:
     async def health(self) -> str | None:
         """Whether the server (or the open local collection) answers. A local-mode store that this
         process has not used yet is not opened here: that would take the directory's one-process lock
-        away from the service that needs it (a plugin listing in the gateway, say)."""
+        away from the service that needs it (a plugin listing in the gateway, say); only its directory is
+        checked, that it is one (or can be made) and can be written."""
         if self.local and self._client is None:
-            return None
+            return self._unusable_directory()
         try:
             client = await self._open()
             await client.get_collection(self.collection)
@@ -249,6 +251,15 @@ class QdrantVectorStore:
             where = self.settings.url or f"local mode at {self.settings.path}"
             return f"qdrant ({where}): {exc}"
         self.outage.ended()  # the probe is never refused: it is how an outage is seen to end
+        return None
+
+    def _unusable_directory(self) -> str | None:
+        path = self.settings.path
+        existing = next(part for part in (path, *path.parents) if part.exists())
+        if not existing.is_dir():
+            return f"qdrant (local mode at {path}): {existing} is not a directory"
+        if not os.access(existing, os.W_OK | os.X_OK):
+            return f"qdrant (local mode at {path}): {existing} is not writable"
         return None
 
     async def close(self) -> None:
