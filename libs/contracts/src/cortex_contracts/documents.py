@@ -11,13 +11,14 @@ from pydantic import AfterValidator, Field, StrictInt, StringConstraints, model_
 from cortex_contracts.base import BIGINT_MAX, NO_NUL, WireModel
 
 
-def nfc(text: str) -> str:
-    """One spelling for what looks the same: "café" typed as é or as e + U+0301 is one tag (QA 30: two)."""
-    return unicodedata.normalize("NFC", text)
+def tag_key(text: str) -> str:
+    """One tag for one word, however it is typed: "café" with é or with e + U+0301 (QA 30: two tags), and
+    "Billing" from one Work's KB and "billing" from another's. Tags are kept lower-cased, in NFC."""
+    return unicodedata.normalize("NFC", text.lower())
 
 
 Tag = Annotated[
-    str, StringConstraints(min_length=1, max_length=64, strip_whitespace=True, pattern=NO_NUL), AfterValidator(nfc)
+    str, StringConstraints(min_length=1, max_length=64, strip_whitespace=True, pattern=NO_NUL), AfterValidator(tag_key)
 ]
 MAX_BODY_CHARS = 1024 * 1024
 

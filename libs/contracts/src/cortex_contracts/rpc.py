@@ -8,7 +8,7 @@ from uuid import UUID
 from pydantic import AfterValidator, Field, StringConstraints
 
 from cortex_contracts.base import NO_NUL, WireModel
-from cortex_contracts.documents import nfc
+from cortex_contracts.documents import tag_key
 from cortex_contracts.memory import AgentMemories, EntryFound, Recalled
 from cortex_contracts.memory_item import ItemStatus, MemoryItem
 
@@ -41,8 +41,8 @@ class FeedFilters(WireModel):
     team: list[UUID] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Team ids.")
     source: list[FilterText] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Sources.")
     status: list[ItemStatus] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Statuses.")
-    tag: list[Annotated[FilterText, AfterValidator(nfc)]] = Field(
-        default_factory=list, max_length=MAX_FILTER_VALUES, description="Tags (as stored: Unicode NFC)."
+    tag: list[Annotated[FilterText, AfterValidator(tag_key)]] = Field(
+        default_factory=list, max_length=MAX_FILTER_VALUES, description="Tags, in any case (stored lower-cased, NFC)."
     )
 
 
