@@ -2,6 +2,7 @@
 memories arrive labelled and fenced beside Cortex's own; a backend that is down, slow, without listing
 or failing leaves its part empty — counted, logged — while the page still answers 200 in time."""
 
+import asyncio
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -9,10 +10,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import pytest
+from nats.js import JetStreamContext
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from cortex_memory_plugins.mem0 import Mem0Memory, Mem0Settings
 from tests.conftest import Org
+from tests.events import publish_remembered, remembered_event
 from tests.mem0_metrics import failures, metered
 from tests.mem0_server import Behaviour, Mem0Server, serving_mem0, unused_url
 from tests.services import RunningServices
@@ -199,3 +202,33 @@ async def test_an_answer_no_reply_could_carry_leaves_the_page_200(
         assert page["sources"] == [source]
     assert failures(reader) == ({("search", reason): 1, ("list", reason): 1} if reason else {})
     assert {path for _, path, _ in server.requests} == {"/search", "/memories"}  # the answer was asked for
+
+
+async def test_a_recall_too_large_for_one_message_keeps_its_best_matches_and_says_so(
+    org: Org, js: JetStreamContext, attach_mem0: Attach
+) -> None:
+    """QA 36: 100 entries of the largest size (8192 emoji, 16 KiB of metadata) beside a backend's 2 MiB answer
+    came to 8.7 MB, over the 8 MB NATS carries in one message: the recall answered 502."""
+    for n in range(100):
+        content = f"hugeentry{n} " + "\U0001f600" * 8000
+        await publish_remembered(js, remembered_event(org.id, content, metadata={"p": "\u00e9" * 8000}))
+
+    deadline = time.monotonic() + 120
+    while (await org.member.get("/api/memory/stats")).json()["memoryEntries"] < 100:
+        assert time.monotonic() < deadline, "the entries were not all stored in time"
+        await asyncio.sleep(0.5)
+    record = '{"id": "b%d", "memory": "hugeentry ' + "\U0001f600" * 8000 + '"}'
+    with serving_mem0(Behaviour.RAW) as server:
+        server.raw = answering(*(record % n for n in range(60)))
+        attach_mem0(server.url)
+        response = await org.member.get("/api/memory/recall", params={"q": "hugeentry5", "limit": "100"})
+
+    assert response.status_code == 200, response.text[:500]
+    assert len(response.content) <= 8 * 1024 * 1024
+    recalled = response.json()
+    assert recalled["truncated"] is True
+    assert len(recalled["items"]) == 100  # Cortex's own first: every one fits
+    assert recalled["items"][0]["content"].startswith("hugeentry5 ")
+    assert 0 < len(recalled["external"]) < 60  # then the backend's, in its order, while they fit
+    assert [e["id"] for e in recalled["external"]] == [f"b{n}" for n in range(len(recalled["external"]))]
+    assert recalled["sources"] == [{"source": "mem0", "ok": True}]

@@ -44,3 +44,10 @@ def test_the_aggregators_oversized_reply_is_an_error_naming_the_limit() -> None:
     assert reply.error.status == 500  # the gateway answers 502 with this detail
     assert "5000000 bytes" in reply.error.detail
     assert "max_payload: 8MB" in reply.error.detail
+    # A NATS that already carries 8 MB is not sent to a setting it has (QA 36).
+    at_eight = ItemReply.model_validate_json(reply_too_large(9_000_000, 8 * 1024 * 1024))
+    assert at_eight.error is not None
+    assert (
+        at_eight.error.detail
+        == "The reply is 9000000 bytes, over the 8388608 bytes NATS carries in one message: ask for fewer results."
+    )

@@ -218,6 +218,13 @@ class Recalled(WireModel):
     sources: list[ExternalSourceStatus] = Field(
         default_factory=list, description="One per configured external backend: answered, or why not."
     )
+    truncated: bool | None = Field(
+        default=None,
+        description=(
+            "True when the lowest-ranked matches (external ones first) were left out so that the answer fits in "
+            "one NATS message (the server's max_payload): ask for fewer (`limit`) to see where the answer ends."
+        ),
+    )
 
 
 class AgentMemoriesRequest(WireModel):

@@ -127,6 +127,7 @@ class Aggregator:
                 embed_query=ctx.embed_query,
                 lexical_share=settings.recall_lexical_share,
                 external=self.agent_memory,
+                max_reply_bytes=nc.max_payload,
             )
             handlers = {
                 RPC_AGGREGATOR_FEED: rpc_handler(

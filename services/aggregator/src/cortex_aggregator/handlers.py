@@ -60,10 +60,15 @@ def rpc_handler(
     return handle
 
 
+EMBEDDED_MAX_PAYLOAD = 8 * 1024 * 1024  # what the embedded NATS runs with
+
+
 def reply_too_large(size: int, max_payload: int) -> bytes:
     """The error sent instead of a reply NATS cannot carry (rpc.serve's `oversized`)."""
     detail = (
-        f"The reply is {size} bytes, over the {max_payload} bytes NATS carries in one message: "
-        "set max_payload: 8MB on the NATS server (see the README)."
+        f"The reply is {size} bytes, over the {max_payload} bytes NATS carries in one message: ask for fewer results"
     )
+    if max_payload < EMBEDDED_MAX_PAYLOAD:  # a NATS of the operator's own, with less than Cortex expects
+        detail += ", or set max_payload: 8MB on the NATS server (see the README)"
+    detail += "."
     return Reply[Any](error=RpcError(status=500, title="Reply too large", detail=detail)).to_wire()

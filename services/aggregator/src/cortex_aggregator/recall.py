@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_aggregator.agent_memories import search_external
 from cortex_aggregator.query_vector import EmbedQuery, QueryVector, abandoned_if_unused, resolved, start_embedding
+from cortex_aggregator.reply_budget import MARGIN_BYTES, fitting
 from cortex_contracts.memory import (
     AgentMemoryReader,
     EntryFound,
@@ -48,6 +49,7 @@ class RecallContext:
     # one on the [0, 1] relevance scale (a multiplier of ±25% reordered clearly better matches).
     salience_weight: float = 0.1
     external: Sequence[AgentMemoryReader] = ()
+    max_reply_bytes: int = 1024 * 1024  # NATS's max_payload: what one reply may take
 
 
 def _scope(request: RecallRequest) -> tuple[str, dict[str, Any]]:
@@ -120,7 +122,11 @@ async def recall(ctx: RecallContext, request: RecallRequest) -> Recalled:
     items, (external, sources) = await asyncio.gather(
         _recall_entries(ctx, request), search_external(ctx.external, namespace, request.q, request.limit)
     )
-    return Recalled(items=items, external=external, sources=sources)
+    # Cortex's own entries first, then the external matches, each in rank order, while the reply fits.
+    kept, used = fitting(items, ctx.max_reply_bytes - MARGIN_BYTES)
+    kept_external, _ = fitting(external, ctx.max_reply_bytes - MARGIN_BYTES - used)
+    truncated = len(kept) < len(items) or len(kept_external) < len(external)
+    return Recalled(items=kept, external=kept_external, sources=sources, truncated=truncated or None)
 
 
 async def _recall_entries(ctx: RecallContext, request: RecallRequest) -> list[RecalledEntry]:
