@@ -88,6 +88,8 @@ async def test_recall_merges_labelled_external_matches_and_lists_agent_memory(
         status, recalled, _ = await timed_get(org, "/api/memory/recall", {"q": "deploys approvals"})
         listed_status, listed, _ = await timed_get(org, "/api/memory/agent-memories", {"workId": str(work)})
         _, everything, _ = await timed_get(org, "/api/memory/agent-memories", {"agentId": "release-bot"})
+        _, blank, _ = await timed_get(org, "/api/memory/agent-memories", {"agentId": "  "})
+        asked = [params for _, path, params in server.requests if path == "/memories"]
 
     assert status == 200
     assert [item["content"] for item in recalled["items"]] == ["Deploys happen from the release branch"]
@@ -106,6 +108,8 @@ async def test_recall_merges_labelled_external_matches_and_lists_agent_memory(
         "Deploys freeze on Fridays",
         "Deploys to production need two approvals",
     ]  # never the other organization's
+    # A blank agent is no filter, as in a recall: before, the backend was asked for an agent named "  " (QA 36).
+    assert "agent_id" not in asked[-1] and len(blank["items"]) == 2
     assert failures(reader) == {}
 
 

@@ -230,7 +230,8 @@ class Recalled(WireModel):
 class AgentMemoriesRequest(WireModel):
     organization_id: UUID
     work_id: UUID | None = None
-    agent_id: str | None = Field(default=None, max_length=200, pattern=NO_NUL)
+    # Empty names none, as in a recall: `?agentId=` lists every agent's memories, not an agent named "".
+    agent_id: ScopeName = Field(default=None, max_length=200, pattern=NO_NUL)
     limit: int = Field(default=50, ge=1, le=MAX_RECALL_LIMIT)
 
 
