@@ -96,6 +96,18 @@ async def test_identical_entries_sent_at_once_are_one_memory_and_only_one_answer
     assert stats.json()["memoryEntries"] == 1
 
 
+async def test_content_typed_with_combining_accents_is_the_same_memory(org: Org) -> None:
+    """QA 36: "café résumé" with é and with e + U+0301 were two entries with two ids."""
+    composed, decomposed = "Caf\u00e9 r\u00e9sum\u00e9 of the launch", "Cafe\u0301 re\u0301sume\u0301 of the launch"
+    first = await org.member.post("/api/memory/entries", params={"wait": "true"}, json={"content": composed})
+    again = await org.member.post("/api/memory/entries", json={"content": decomposed})
+
+    assert first.status_code == 201, first.text
+    assert again.json() == {"id": first.json()["id"], "deduplicated": True}
+    recalled = (await org.member.get("/api/memory/recall", params={"q": "launch"})).json()["items"]
+    assert [item["content"] for item in recalled if item["id"] == first.json()["id"]] == [composed]
+
+
 async def test_an_empty_session_or_agent_id_names_none(org: Org) -> None:
     # The entry's id treats "" as no session; before, whichever came first decided what was stored.
     body = {"content": "Backups run at 02:00 UTC", "memorySessionId": "", "agentId": ""}

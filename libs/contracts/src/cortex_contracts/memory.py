@@ -2,6 +2,7 @@
 
 import hashlib
 import json
+import unicodedata
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Protocol, runtime_checkable
@@ -48,9 +49,18 @@ def _has_text(content: str) -> str:
     return content
 
 
-# What an entry remembers, as an event carries it and as POST /entries takes it.
+def _nfc(content: str) -> str:
+    """One spelling of what reads the same: "café" typed with é or with e + U+0301 is one memory, with one
+    id (QA 36: two entries). Only canonical equivalents are folded: case and white space are kept."""
+    return unicodedata.normalize("NFC", content)
+
+
+# What an entry remembers, as an event carries it and as POST /entries takes it: stored and hashed in NFC.
 EntryContent = Annotated[
-    str, Field(min_length=1, max_length=MAX_ENTRY_CHARS, pattern=NO_NUL), AfterValidator(_has_text)
+    str,
+    Field(min_length=1, max_length=MAX_ENTRY_CHARS, pattern=NO_NUL),
+    AfterValidator(_has_text),
+    AfterValidator(_nfc),
 ]
 
 
@@ -84,7 +94,7 @@ class EntryRemembered(WireModel):
             "memory is one entry however it arrives. An event that names another id is dead-lettered, the "
             "reason naming the id it would have. (The derivation: UUIDv5 in namespace "
             f"{ENTRY_NAMESPACE} of Python's json.dumps of [organizationId, tier, partition, workId, "
-            'memorySessionId, agentId, the SHA-256 hex of the content], absent parts as "".)'
+            'memorySessionId, agentId, the SHA-256 hex of the content in Unicode NFC], absent parts as "".)'
         ),
     )
     organization_id: UUID
