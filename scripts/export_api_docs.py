@@ -41,13 +41,11 @@ from cortex_contracts.envelope import Envelope, new_envelope
 from cortex_contracts.memory import (
     TYPE_ENTRY_REMEMBERED,
     AgentMemoriesRequest,
-    EntryLookup,
     EntryRemembered,
     RecallRequest,
 )
 from cortex_contracts.rpc import (
     AgentMemoriesReply,
-    EntryReply,
     FacetsReply,
     FacetsRequest,
     FeedReply,
@@ -85,7 +83,6 @@ RPC: dict[str, tuple[type[BaseModel], type[Reply[Any]]]] = {
     subjects.RPC_AGGREGATOR_STATS: (StatsRequest, StatsReply),
     subjects.RPC_AGGREGATOR_ITEM: (ItemRequest, ItemReply),
     subjects.RPC_AGGREGATOR_RECALL: (RecallRequest, RecallReply),
-    subjects.RPC_AGGREGATOR_ENTRY: (EntryLookup, EntryReply),
     subjects.RPC_AGGREGATOR_AGENT_MEMORIES: (AgentMemoriesRequest, AgentMemoriesReply),
 }
 

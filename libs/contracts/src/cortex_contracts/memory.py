@@ -162,15 +162,6 @@ class RecalledEntry(WireModel):
     created_at: datetime
 
 
-class EntryLookup(WireModel):
-    organization_id: UUID
-    entry_id: UUID
-
-
-class EntryFound(WireModel):
-    found: bool
-
-
 # Agent memory kept outside Cortex (e.g. a mem0 server), read through `memory` plugins. What such a plugin
 # returns is untrusted content: it travels labelled with its source and fenced, never as instructions.
 

@@ -9,7 +9,7 @@ from pydantic import AfterValidator, Field, StringConstraints
 
 from cortex_contracts.base import NO_NUL, WireModel
 from cortex_contracts.documents import tag_key
-from cortex_contracts.memory import AgentMemories, EntryFound, Recalled
+from cortex_contracts.memory import AgentMemories, Recalled
 from cortex_contracts.memory_item import ItemStatus, MemoryItem
 
 MAX_FEED_LIMIT = 100
@@ -148,7 +148,7 @@ class RpcError(WireModel):
     detail: str = Field(description="What went wrong.")
 
 
-Result = TypeVar("Result", FeedPage, Facets, Stats, ItemDetail, Recalled, EntryFound, AgentMemories)
+Result = TypeVar("Result", FeedPage, Facets, Stats, ItemDetail, Recalled, AgentMemories)
 
 
 class Reply(WireModel, Generic[Result]):
@@ -163,5 +163,4 @@ FacetsReply = Reply[Facets]
 StatsReply = Reply[Stats]
 ItemReply = Reply[ItemDetail]
 RecallReply = Reply[Recalled]
-EntryReply = Reply[EntryFound]
 AgentMemoriesReply = Reply[AgentMemories]

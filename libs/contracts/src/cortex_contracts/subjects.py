@@ -24,7 +24,6 @@ RPC_AGGREGATOR_FACETS = "rpc.aggregator.facets"
 RPC_AGGREGATOR_STATS = "rpc.aggregator.stats"
 RPC_AGGREGATOR_ITEM = "rpc.aggregator.item"
 RPC_AGGREGATOR_RECALL = "rpc.aggregator.recall"
-RPC_AGGREGATOR_ENTRY = "rpc.aggregator.entry"
 RPC_AGGREGATOR_AGENT_MEMORIES = "rpc.aggregator.agent_memories"
 
 MEMORY_REMEMBERED_ALL = "memory.*.entry.remembered"

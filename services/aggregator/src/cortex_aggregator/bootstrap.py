@@ -14,7 +14,7 @@ from cortex_aggregator.feed import FeedConfig, FeedContext, feed
 from cortex_aggregator.handlers import reply_too_large, rpc_handler
 from cortex_aggregator.lexical_indexes import LexicalIndexes
 from cortex_aggregator.query_embedding import QueryEmbedding
-from cortex_aggregator.recall import RecallContext, entry_exists, recall
+from cortex_aggregator.recall import RecallContext, recall
 from cortex_aggregator.rerank import OrgRerankers
 from cortex_aggregator.settings import AggregatorSettings
 from cortex_aggregator.stats import stats
@@ -22,7 +22,6 @@ from cortex_contracts import memory
 from cortex_contracts import rpc as models
 from cortex_contracts.subjects import (
     RPC_AGGREGATOR_AGENT_MEMORIES,
-    RPC_AGGREGATOR_ENTRY,
     RPC_AGGREGATOR_FACETS,
     RPC_AGGREGATOR_FEED,
     RPC_AGGREGATOR_ITEM,
@@ -155,9 +154,6 @@ class Aggregator:
                 query.guard(recall, recall_ctx, dataclasses.replace(recall_ctx, embed_query=None))
                 if query
                 else lambda r: recall(recall_ctx, r),
-            )
-            handlers[RPC_AGGREGATOR_ENTRY] = rpc_handler(
-                memory.EntryLookup, models.EntryReply, lambda r: entry_exists(sessions, r)
             )
             handlers[RPC_AGGREGATOR_AGENT_MEMORIES] = rpc_handler(
                 memory.AgentMemoriesRequest,

@@ -25,8 +25,6 @@ from cortex_aggregator.query_vector import EmbedQuery, QueryVector, abandoned_if
 from cortex_aggregator.reply_budget import MARGIN_BYTES, fitting
 from cortex_contracts.memory import (
     AgentMemoryReader,
-    EntryFound,
-    EntryLookup,
     MemoryNamespace,
     Recalled,
     RecalledEntry,
@@ -187,12 +185,3 @@ async def _ranked_entries(
         )
         for row, score in scored[: request.limit]
     ]
-
-
-async def entry_exists(sessions: async_sessionmaker[AsyncSession], lookup: EntryLookup) -> EntryFound:
-    async with org_transaction(sessions, lookup.organization_id) as session:
-        found = await session.scalar(
-            text("SELECT EXISTS (SELECT 1 FROM memory_entry WHERE organization_id = :org AND id = :id)"),
-            {"org": lookup.organization_id, "id": lookup.entry_id},
-        )
-    return EntryFound(found=bool(found))

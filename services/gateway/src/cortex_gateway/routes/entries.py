@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-from sqlalchemy import select
+from sqlalchemy import select, text
 
 from cortex_contracts import subjects
 from cortex_contracts.base import NO_NUL, is_blank
@@ -21,8 +21,6 @@ from cortex_contracts.memory import (
     AgentMemories,
     AgentMemoriesRequest,
     EntryContent,
-    EntryFound,
-    EntryLookup,
     EntryRemembered,
     MemoryPartition,
     MemoryTier,
@@ -32,8 +30,8 @@ from cortex_contracts.memory import (
     check_work_tier,
     derive_entry_id,
 )
-from cortex_contracts.rpc import AgentMemoriesReply, EntryReply, RecallReply
-from cortex_gateway.aggregator_client import ask_aggregator, relay_aggregator
+from cortex_contracts.rpc import AgentMemoriesReply, RecallReply
+from cortex_gateway.aggregator_client import relay_aggregator
 from cortex_gateway.auth import Caller, CallerDep, ResourcesDep
 from cortex_gateway.event_ids import event_id
 from cortex_gateway.json_body import UNSUPPORTED_MEDIA_TYPE, json_content
@@ -86,14 +84,14 @@ def entry_id(caller: Caller, entry: EntryCreate) -> uuid.UUID:
     )
 
 
+ENTRY_STORED = text("SELECT EXISTS (SELECT 1 FROM memory_entry WHERE organization_id = :org AND id = :id)")
+
+
 async def _exists(res: Resources, caller: Caller, id_: uuid.UUID) -> bool:
-    found: EntryFound = await ask_aggregator(
-        res,
-        subjects.RPC_AGGREGATOR_ENTRY,
-        EntryLookup(organization_id=caller.organization_id, entry_id=id_),
-        EntryReply,
-    )
-    return found.found
+    """Read here, not asked of the aggregator: remembering works while reads are down (QA 36: a paused
+    aggregator made every remember a 504)."""
+    async with org_transaction(res.sessions, caller.organization_id) as session:
+        return bool(await session.scalar(ENTRY_STORED, {"org": caller.organization_id, "id": id_}))
 
 
 async def _work_in_catalog(res: Resources, caller: Caller, work_id: uuid.UUID) -> bool:
