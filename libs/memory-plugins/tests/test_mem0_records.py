@@ -31,7 +31,9 @@ def test_both_mem0_answer_shapes_are_read() -> None:
     assert memory.created_at is not None
 
 
-@pytest.mark.parametrize("raw", [None, "text", {"id": "a"}, {"memory": "no id"}, {"id": "a", "memory": 3}])
+@pytest.mark.parametrize(
+    "raw", [None, "text", {"id": "a"}, {"memory": "no id"}, {"id": "a", "memory": 3}, {"id": True, "memory": "m"}]
+)
 def test_malformed_records_are_skipped(raw: object) -> None:
     assert _memory(raw) is None
 
@@ -120,3 +122,13 @@ def test_without_a_url_the_plugin_refuses_to_start(monkeypatch: pytest.MonkeyPat
     monkeypatch.delenv("CORTEX_MEM0_URL", raising=False)
     with pytest.raises(PluginNotConfigured, match="CORTEX_MEM0_URL"):
         create()
+
+
+def test_a_moment_without_an_offset_is_relayed_as_utc() -> None:
+    """QA 36: it was relayed without an offset, beside Cortex's own moments in UTC."""
+    memory = _memory({"id": 7, "memory": "likes tea", "created_at": "2024-01-01T00:00:00"})
+    assert memory is not None
+    assert (memory.id, memory.created_at.isoformat() if memory.created_at else None) == (
+        "7",
+        "2024-01-01T00:00:00+00:00",
+    )

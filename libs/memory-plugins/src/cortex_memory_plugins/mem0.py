@@ -14,7 +14,7 @@ import asyncio
 import json
 import math
 import time
-from datetime import datetime
+from datetime import UTC, datetime
 from itertools import islice
 from typing import Any
 
@@ -71,12 +71,14 @@ class _Failed(Exception):
 
 
 def _created_at(value: Any) -> datetime | None:
+    """A moment without an offset is taken as UTC (mem0 writes UTC), so it is relayed as Cortex's own are."""
     if not isinstance(value, str):
         return None
     try:
-        return datetime.fromisoformat(value)
+        moment = datetime.fromisoformat(value)
     except ValueError:
         return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
 
 
 def _relayable(text: str) -> bool:
@@ -113,12 +115,17 @@ def _metadata(value: Any) -> dict[str, Any] | None:
         return None
 
 
+def _is_id(value: Any) -> bool:
+    """A text or an integer; not `true`, which Python counts as an integer (it was relayed as "True")."""
+    return isinstance(value, str | int) and not isinstance(value, bool)
+
+
 def _memory(raw: Any) -> ExternalMemory | None:
     """One mem0 record (`id`, `memory`, optional `score`, `metadata`, `agent_id`, `run_id`, `created_at`).
 
     None without an id and a text a reply can carry. The text is cut to `MAX_ENTRY_CHARS`, as Cortex's
     own entries are; an optional field that is unusable or too large is left out."""
-    if not isinstance(raw, dict) or not isinstance(raw.get("memory"), str) or not isinstance(raw.get("id"), str | int):
+    if not isinstance(raw, dict) or not isinstance(raw.get("memory"), str) or not _is_id(raw.get("id")):
         return None
     record_id, content = _short_text(str(raw["id"])), raw["memory"][:MAX_ENTRY_CHARS]
     if record_id is None or not _relayable(content):
