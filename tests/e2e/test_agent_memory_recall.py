@@ -157,3 +157,17 @@ async def test_a_work_scoped_entry_names_a_work_of_the_organizations_catalog(
     assert "tier `work` needs a workId" in without.json()["errors"][0]["msg"]
     recalled = await org.member.get("/api/memory/recall", params={"q": "deploys", "workId": str(theirs)})
     assert recalled.json()["items"] == []
+
+
+async def test_metadata_numbers_come_back_as_they_were_sent(org: Org) -> None:
+    """QA 36: stored as jsonb, a float of 1e16 or more came back as integer digits (1e20 as 100000…0)."""
+    metadata_sent = b'{"e": 1e20, "f": 1.5e300, "g": 2.0, "big": 18446744073709551617}'
+    body = b'{"content": "Float shape probe", "metadata": ' + metadata_sent + b"}"
+    headers = {"Content-Type": "application/json"}
+    stored = await org.member.post("/api/memory/entries", params={"wait": "true"}, content=body, headers=headers)
+    assert stored.status_code == 201, stored.text
+
+    recalled = (await org.member.get("/api/memory/recall", params={"q": "float shape probe"})).json()["items"]
+    (metadata,) = [item["metadata"] for item in recalled if item["id"] == stored.json()["id"]]
+    assert metadata == {"e": 1e20, "f": 1.5e300, "g": 2.0, "big": 18446744073709551617}
+    assert [type(metadata[key]) for key in ("e", "f", "g", "big")] == [float, float, float, int]

@@ -26,7 +26,7 @@ INSERT INTO memory_entry (id, organization_id, tenant_id, partition, tier, work_
                           agent_run_id, content, content_hash, metadata, created_at, updated_at, embedding,
                           embedding_input)
 VALUES (:id, :org, :tenant, CAST(:partition AS memory_partition), CAST(:tier AS memory_tier), :work, :session,
-        :agent, :run, :content, :hash, CAST(:metadata AS jsonb), :at, :at, CAST(:embedding AS vector), :embedding_input)
+        :agent, :run, :content, :hash, CAST(:metadata AS json), :at, :at, CAST(:embedding AS vector), :embedding_input)
 ON CONFLICT (organization_id, id) DO NOTHING
 RETURNING id
 """)
