@@ -119,6 +119,20 @@ async def test_the_indexer_stops_as_lost(migrated: Infrastructure, clients: list
     assert indexer.lost
 
 
+async def test_the_indexer_closed_while_it_starts_stops_as_lost(migrated: Infrastructure, clients: list[NATS]) -> None:
+    """Before: closed while binding its consumers (a loaded machine, in the test above), it raised
+    ConnectionClosedError instead of stopping as lost."""
+    indexer = build_indexer(
+        IndexerSettings(database_url=migrated.app_database_url, nats_url=migrated.nats_url, embedder="none")
+    )
+    running = asyncio.create_task(indexer.run())
+
+    await make_the_server_close(await first_client(clients))  # at once: it is still starting
+
+    await asyncio.wait_for(running, timeout=30)
+    assert indexer.lost
+
+
 @pytest.fixture
 async def gateway(migrated: Infrastructure) -> AsyncIterator[tuple[Any, asyncio.Event]]:
     """An in-process gateway whose `on_nats_lost` sets the event it yields, with its app."""

@@ -5,6 +5,8 @@ import logging
 import os
 from dataclasses import dataclass, field
 
+from nats.errors import ConnectionClosedError
+
 from cortex_contracts.subjects import CATALOG_ALL, KB_ALL, MEMORY_REMEMBERED_ALL, STREAM_KB, STREAM_MEMORY
 from cortex_contracts.vector_store import VectorStore
 from cortex_embedding import openai_compatible
@@ -134,6 +136,12 @@ class Indexer:
                 DurableConsumer(js, catalog, make_catalog_handler(catalog_ctx)).run(self.stop),
                 DurableConsumer(js, memory, make_memory_handler(memory_ctx)).run(self.stop),
             )
+        except ConnectionClosedError:
+            if not nc.is_closed:
+                raise
+            # Closed for good while starting (a consumer being bound, say): as lost as when consuming.
+            self.lost = True
+            log.warning("the NATS client closed for good while the indexer was starting; it stops to be restarted")
         finally:
             await extraction.close()
             if self.embedder:
