@@ -1,6 +1,7 @@
 """Small files of each supported type, made in code — for tests and benchmarks, which ship no binary fixtures."""
 
 import io
+import zipfile
 from collections.abc import Mapping, Sequence
 
 from docx import Document
@@ -88,6 +89,22 @@ def xlsx_file(sheets: Mapping[str, Sequence[Sequence[object]]], *, title: str | 
     workbook.properties.title = title
     out = io.BytesIO()
     workbook.save(out)
+    return out.getvalue()
+
+
+def xlsx_with_parts(parts: Mapping[str, bytes], content_types: str = "") -> bytes:
+    """A one-sheet XLSX (sheet `S`, cell A1 `a`) with `parts` added or replaced, `content_types` added to its
+    manifest: for sheets written as raw XML, which openpyxl would not write."""
+    with zipfile.ZipFile(io.BytesIO(xlsx_file({"S": [["a"]]}))) as package:
+        merged = {name: package.read(name) for name in package.namelist()}
+    merged.update(parts)
+    merged["[Content_Types].xml"] = merged["[Content_Types].xml"].replace(
+        b"</Types>", f"{content_types}</Types>".encode()
+    )
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        for name, data in merged.items():
+            package.writestr(name, data)
     return out.getvalue()
 
 
