@@ -104,6 +104,8 @@ async def test_a_work_converges_to_its_newest_version(
 
     await catalog.change(CatalogEntity.WORK, version(5))  # a newer upsert does bring it back
     assert (await item(org, doc_id))["workTitle"] == "Work v5"
+    await catalog.change(CatalogEntity.WORK, {"workId": work, "version": 5}, action="deleted")  # wins the tie
+    assert "workTitle" not in await item(org, doc_id)
 
 
 async def test_a_mission_converges_to_its_newest_version(

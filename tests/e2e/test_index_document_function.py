@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from cortex_contracts.documents import DocumentUpserted
+from cortex_contracts.documents import DocumentDeleted, DocumentUpserted
 from cortex_embedding.errors import EmbeddingError
 from cortex_indexer.embedding_space import EmbeddingSpace
-from cortex_indexer.indexing import EventMeta, IndexingContext, index_document
+from cortex_indexer.indexing import EventMeta, IndexingContext, delete_document, index_document
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.tenancy import org_transaction
 from tests.conftest import Org
@@ -45,6 +45,13 @@ async def _index(ctx: IndexingContext, org: Org, document_id: uuid.UUID, version
     meta = EventMeta(str(uuid.uuid4()), org.id, None, datetime.now(UTC))
     doc = DocumentUpserted(document_id=document_id, organization_id=org.id, version=version, **fields)
     return await index_document(ctx, meta, doc, doc.body or "")
+
+
+async def _delete(ctx: IndexingContext, org: Org, document_id: uuid.UUID, version: int) -> Any:
+    meta = EventMeta(str(uuid.uuid4()), org.id, None, datetime.now(UTC))
+    return await delete_document(
+        ctx, meta, DocumentDeleted(document_id=document_id, organization_id=org.id, version=version)
+    )
 
 
 async def _rows(sessions: async_sessionmaker[AsyncSession], org: Org, sql: str, **params: Any) -> list[Any]:
@@ -148,3 +155,55 @@ async def test_a_write_whose_embedder_failed_is_lexical_only_and_keeps_the_space
 
     assert report is not None and report.chunks == 3 and not report.embedded
     assert space.writable  # a failed embedder says nothing about the index's space
+
+
+async def test_a_deletion_wins_a_tie_of_versions_whatever_came_first(
+    org: Org, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    """Upstream deletes a document at the version it has: that removes it, also at the highest version."""
+    ctx = IndexingContext(sessions=sessions, embed=fake_embed, consumer=f"test-{uuid.uuid4()}")
+    highest = 2**63 - 1
+    stored, deleted_first = uuid.uuid4(), uuid.uuid4()
+    assert await _index(ctx, org, stored, highest, title="Handbook", body=BODY) is not None
+
+    deletion = await _delete(ctx, org, stored, highest)
+    assert deletion is not None and deletion.deleted
+    assert await _delete(ctx, org, stored, highest) is None  # already deleted: nothing to report again
+    assert await _index(ctx, org, stored, highest, title="Handbook again", body=BODY) is None
+
+    assert await _delete(ctx, org, deleted_first, 7) is not None
+    assert await _index(ctx, org, deleted_first, 7, title="Arrives late", body=BODY) is None
+
+    rows = await _rows(
+        sessions,
+        org,
+        "SELECT d.id, d.version, d.deleted_at IS NOT NULL AS deleted, d.body, "
+        "(SELECT count(*) FROM kb_chunks c WHERE c.document_id = d.id) AS chunks "
+        "FROM kb_documents d WHERE d.id = ANY(:ids) ORDER BY d.version",
+        ids=[stored, deleted_first],
+    )
+    assert [(r.id, r.version, r.deleted, r.body, r.chunks) for r in rows] == [
+        (deleted_first, 7, True, "", 0),
+        (stored, highest, True, "", 0),
+    ]
+
+
+async def test_a_failed_document_deleted_is_not_brought_back_at_the_deletions_version(
+    org: Org, sessions: async_sessionmaker[AsyncSession]
+) -> None:
+    """A failed document keeps its status when deleted; the deletion's version is still not writable."""
+    ctx = IndexingContext(sessions=sessions, embed=fake_embed, consumer=f"test-{uuid.uuid4()}")
+    document_id = uuid.uuid4()
+    meta = EventMeta(str(uuid.uuid4()), org.id, None, datetime.now(UTC))
+    failed = DocumentUpserted(document_id=document_id, organization_id=org.id, version=1, title="scan.pdf")
+    assert await index_document(ctx, meta, failed, "", failure_reason="the file is encrypted") is not None
+    assert await _delete(ctx, org, document_id, 2) is not None
+
+    assert await _index(ctx, org, document_id, 2, title="Replayed", body=BODY) is None
+    (row,) = await _rows(
+        sessions,
+        org,
+        "SELECT version, status, deleted_at IS NOT NULL AS deleted FROM kb_documents WHERE id = :d",
+        d=document_id,
+    )
+    assert (row.version, row.status, row.deleted) == (2, "failed", True)

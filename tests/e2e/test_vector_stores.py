@@ -283,12 +283,14 @@ async def test_a_work_set_keeps_to_those_works_and_documents(corpus: Corpus) -> 
 async def test_a_deleted_document_is_gone_and_an_older_deletion_changes_nothing(corpus: Corpus) -> None:
     rng = np.random.default_rng(4)
     org = await corpus.organization()
-    kept, dropped = uuid.uuid4(), uuid.uuid4()
+    kept, dropped, tied = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
     await corpus.index(org, kept, unit_vectors(rng, 3), version=5)
     await corpus.index(org, dropped, unit_vectors(rng, 3), version=5)
+    await corpus.index(org, tied, unit_vectors(rng, 3), version=5)
     query = unit_vectors(rng, 1)[0].tolist()
     assert not await corpus.store.delete_document(org, kept, version=4)  # older than what is stored
     assert await corpus.store.delete_document(org, dropped, version=6)
+    assert await corpus.store.delete_document(org, tied, version=5)  # a deletion wins a tie
     assert {hit.document_id for hit in await corpus.store.search(org, query, 10)} == {kept}
     assert await corpus.store.delete_document(uuid.uuid4(), kept, version=9)  # another org's: touches nothing
     assert {hit.document_id for hit in await corpus.store.search(org, query, 10)} == {kept}

@@ -1,14 +1,15 @@
 """Hypothesis: in whatever order, and however often, a document's versions arrive, the highest one wins.
 
-Each example takes a fresh document and draws 1 to 6 distinct versions, each an upsert or a delete, and
-sends each one to three times. A copy is either the same event again (same event id under another
+Each example takes a fresh document and draws 1 to 6 distinct versions, each an upsert, a delete or both
+(upstream deleting a document at the version it has: the deletion wins the tie), and sends each event one
+to three times. A copy is either the same event again (same event id under another
 `Nats-Msg-Id`: a redelivery, or a replay after JetStream's dedup window) or the same version sent again
 by upstream (a new event id, same content). All of them go, in a drawn order, through NATS to the
 session's in-process indexer, which handles up to 16 at once — so versions of one document also race.
 
 Once every message is settled (the indexer's consumer span for it has ended without a retry pending),
 PostgreSQL must hold the highest version: its title and body and exactly the chunks the chunker makes
-of them, or — when the highest version is a delete — a tombstone at that version with no chunks. No
+of them, or — when the highest version is deleted — a tombstone at that version with no chunks. No
 message may end in the dead-letter stream.
 """
 
@@ -64,16 +65,17 @@ class Send:
 
 @st.composite
 def histories(draw: st.DrawFn) -> list[Send]:
-    """A document's sends, in arrival order: every drawn version once as the original, plus 0-2 copies."""
+    """A document's sends, in arrival order: every drawn event once as the original, plus 0-2 copies."""
     kinds = draw(
-        st.dictionaries(st.integers(1, 40), st.sampled_from(KINDS), min_size=1, max_size=6),
-        label="kind of each version",
+        st.dictionaries(st.integers(1, 40), st.sampled_from([*((k,) for k in KINDS), KINDS]), min_size=1, max_size=6),
+        label="kinds of each version",
     )
     sends = []
-    for version, kind in kinds.items():
-        sends.append(Send(version, kind, "original"))
-        copies = draw(st.lists(st.sampled_from(COPIES), max_size=2), label=f"copies of v{version}")
-        sends += [Send(version, kind, copy) for copy in copies]
+    for version, of_version in kinds.items():
+        for kind in of_version:
+            sends.append(Send(version, kind, "original"))
+            copies = draw(st.lists(st.sampled_from(COPIES), max_size=2), label=f"copies of v{version} {kind}")
+            sends += [Send(version, kind, copy) for copy in copies]
     return draw(st.permutations(sends), label="arrival order")
 
 
@@ -101,14 +103,16 @@ def event_for(org_id: uuid.UUID, document: uuid.UUID, send: Send) -> Envelope:
 
 async def publish(js: JetStreamContext, org_id: uuid.UUID, document: uuid.UUID, history: list[Send]) -> None:
     """Every send reaches the stream: a same-event copy goes under a fresh `Nats-Msg-Id`."""
-    originals = {send.version: event_for(org_id, document, send) for send in history if send.copy == "original"}
+    originals = {
+        (send.version, send.kind): event_for(org_id, document, send) for send in history if send.copy == "original"
+    }
     for send in history:
         subject = (subjects.kb_document_deleted if send.kind == "delete" else subjects.kb_document_upserted)(org_id)
         if send.copy == "same event":
             headers = inject({"Nats-Msg-Id": f"copy-{uuid.uuid4()}"})
-            ack = await js.publish(subject, originals[send.version].to_wire(), headers=headers)
+            ack = await js.publish(subject, originals[send.version, send.kind].to_wire(), headers=headers)
         else:
-            event = originals[send.version] if send.copy == "original" else event_for(org_id, document, send)
+            event = originals[send.version, send.kind] if send.copy == "original" else event_for(org_id, document, send)
             ack = await publish_event(js, subject, event)
         assert not ack.duplicate, send
 
@@ -189,7 +193,7 @@ async def test_the_highest_version_wins_whatever_the_order_and_duplicates(
         await publish(js, org_id, document, history)
     settled = await wait_for_spans(spans, settled_by_indexer(trace_id), count=len(history), timeout=45)
 
-    winner = max(history, key=lambda send: send.version)
+    winner = max(history, key=lambda send: (send.version, send.kind == "delete"))  # a deletion wins a tie
     row, chunks = await stored(db, org_id, document)
     assert row is not None
     assert row.version == winner.version

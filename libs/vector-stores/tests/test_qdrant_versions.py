@@ -1,12 +1,12 @@
 """Per document the highest version wins in Qdrant, whatever the order, duplication or interleaving of
 the writes — with no lock between writers (the indexer's PostgreSQL claim is a second guard).
 
-Each version of a document is one operation: an upsert of 0–3 chunks or a deletion (a version never
-changes meaning, as in the event contract). Hypothesis draws the versions, then a sequence that holds
-each of them at least once plus duplicates, in any order. The sequence is applied one after the other,
+Each version of a document is an upsert of 0–3 chunks, a deletion, or both (upstream deleting a document
+at the version it has: a deletion wins the tie). Hypothesis draws the versions, then a sequence that holds
+each operation at least once plus duplicates, in any order. The sequence is applied one after the other,
 and again all at once (`asyncio.gather`: every `await` inside the store's multi-step writes is a point
 where another writer's steps run in between). Either way the document must end up with exactly the
-chunks of its highest version — none if that version is a deletion or has no passages.
+chunks of its highest version — none if that version is deleted or has no passages.
 """
 
 import asyncio
@@ -78,12 +78,23 @@ async def store(qdrant_dir: Path) -> AsyncIterator[QdrantVectorStore]:
 
 
 @st.composite
-def histories(draw: st.DrawFn) -> tuple[dict[int, Op], list[int]]:
+def histories(draw: st.DrawFn) -> list[Op]:
+    """The operations in the order they are applied, each at least once."""
     versions = draw(st.lists(st.integers(1, 8), min_size=1, max_size=5, unique=True))
-    ops = {v: Op(v, draw(st.one_of(st.none(), st.integers(0, 3)))) for v in versions}
-    duplicates = draw(st.lists(st.sampled_from(versions), max_size=4))
-    sequence = draw(st.permutations([*versions, *duplicates]))
-    return ops, list(sequence)
+    ops: list[Op] = []
+    for v in versions:
+        kind = draw(st.sampled_from(["upsert", "delete", "both"]))
+        if kind != "delete":
+            ops.append(Op(v, draw(st.integers(0, 3))))
+        if kind != "upsert":
+            ops.append(Op(v, None))
+    duplicates = draw(st.lists(st.sampled_from(ops), max_size=4))
+    return list(draw(st.permutations([*ops, *duplicates])))
+
+
+def winner(ops: list[Op]) -> Op:
+    """The highest version; of an upsert and a deletion of it, the deletion."""
+    return max(ops, key=lambda op: (op.version, op.chunks is None))
 
 
 EXAMPLES = settings(
@@ -95,43 +106,35 @@ EXAMPLES = settings(
 )
 
 
-async def check_highest_wins(store: QdrantVectorStore, document_id: uuid.UUID, ops: dict[int, Op]) -> None:
-    winner = ops[max(ops)]
+async def check_highest_wins(store: QdrantVectorStore, document_id: uuid.UUID, ops: list[Op]) -> None:
+    won = winner(ops)
     stored = await stored_points(store, document_id)
     chunks = [p for p in stored if p[points.KIND] == points.CHUNK_KIND]
-    assert {p[points.CHUNK] for p in chunks} == winner.chunk_ids()
-    assert {p[points.VERSION] for p in chunks} <= {winner.version}
-    found = await store.search(ORG, vector(winner.version, 0), 50, document_ids=frozenset({document_id}))
-    assert {hit.chunk_id for hit in found} == winner.chunk_ids()
+    assert {p[points.CHUNK] for p in chunks} == won.chunk_ids()
+    assert {p[points.VERSION] for p in chunks} <= {won.version}
+    found = await store.search(ORG, vector(won.version, 0), 50, document_ids=frozenset({document_id}))
+    assert {hit.chunk_id for hit in found} == won.chunk_ids()
     assert all(hit.document_id == document_id for hit in found)
 
 
 @settings(EXAMPLES)
 @given(history=histories())
-async def test_sequential_writes_leave_the_highest_version(
-    store: QdrantVectorStore, history: tuple[dict[int, Op], list[int]]
-) -> None:
-    ops, sequence = history
+async def test_sequential_writes_leave_the_highest_version(store: QdrantVectorStore, history: list[Op]) -> None:
     document_id = uuid.uuid4()
-    applied = [await apply(store, document_id, ops[v]) for v in sequence]
-    await check_highest_wins(store, document_id, ops)
-    # A write is refused exactly when a higher version was applied before it (or, for a deletion,
-    # the same version: deleting what is already deleted changes nothing).
-    for index, v in enumerate(sequence):
-        before = sequence[:index]
-        refused = any(w > v for w in before) or (ops[v].chunks is None and v in before)
-        assert applied[index] is not refused, (sequence, index)
+    applied = [await apply(store, document_id, op) for op in history]
+    await check_highest_wins(store, document_id, history)
+    # A write is refused exactly when a higher version, or a deletion of its own version, came before it.
+    for index, op in enumerate(history):
+        refused = any(w.version > op.version or w == Op(op.version, None) for w in history[:index])
+        assert applied[index] is not refused, (history, index)
 
 
 @settings(EXAMPLES)
 @given(history=histories())
-async def test_interleaved_writes_leave_the_highest_version(
-    store: QdrantVectorStore, history: tuple[dict[int, Op], list[int]]
-) -> None:
-    ops, sequence = history
+async def test_interleaved_writes_leave_the_highest_version(store: QdrantVectorStore, history: list[Op]) -> None:
     document_id = uuid.uuid4()
-    await asyncio.gather(*(apply(store, document_id, ops[v]) for v in sequence))
-    await check_highest_wins(store, document_id, ops)
+    await asyncio.gather(*(apply(store, document_id, op) for op in history))
+    await check_highest_wins(store, document_id, history)
 
 
 async def test_a_newer_version_written_mid_upsert_removes_the_older_points(store: QdrantVectorStore) -> None:
@@ -155,4 +158,4 @@ async def test_a_newer_version_written_mid_upsert_removes_the_older_points(store
     finally:
         client.upsert = real_upsert  # type: ignore[method-assign]
     assert injected
-    await check_highest_wins(store, document_id, {1: Op(1, 3), 2: Op(2, 1)})
+    await check_highest_wins(store, document_id, [Op(1, 3), Op(2, 1)])

@@ -1,7 +1,7 @@
 """Catalog events: Cortex keeps a read copy of Works, Missions, Teams, team resources and members.
 
 Upstream services own these; subjects are `catalog.<orgId>.<entity>.upserted|deleted`, versioned like
-documents (the highest version wins, a deletion included).
+documents (the highest version wins, a deletion included, and a deletion wins a tie).
 """
 
 from enum import StrEnum
@@ -31,7 +31,9 @@ class CatalogChange(WireModel):
     """What every catalog change carries."""
 
     organization_id: UUID = Field(description="Owning organization; must match the envelope's orgid.")
-    version: StrictInt = Field(ge=0, le=BIGINT_MAX, description="The highest version wins, a deletion included.")
+    version: StrictInt = Field(
+        ge=0, le=BIGINT_MAX, description="The highest version wins, a deletion included; a deletion wins a tie."
+    )
 
 
 class WorkUpserted(CatalogChange):

@@ -72,7 +72,11 @@ class DocumentUpserted(WireModel):
     source: str = Field(
         default="kb", min_length=1, max_length=64, pattern=NO_NUL, description="Producing system, e.g. `kb`."
     )
-    version: StrictInt = Field(ge=0, le=BIGINT_MAX, description="Monotonic per document; the highest version wins.")
+    version: StrictInt = Field(
+        ge=0,
+        le=BIGINT_MAX,
+        description="Monotonic per document; the highest version wins (a deletion of the same version wins over it).",
+    )
     updated_at: datetime | None = Field(default=None, description="When the document last changed upstream.")
     upload_id: UUID | None = Field(default=None, description="Upload the document was extracted from.")
     agent_id: str | None = Field(
@@ -94,7 +98,10 @@ class DocumentDeleted(WireModel):
     document_id: UUID = Field(description="The document to delete.")
     organization_id: UUID = Field(description="Owning organization; must match the envelope's orgid.")
     version: StrictInt = Field(
-        ge=0, le=BIGINT_MAX, description="Version of the deletion; older upserts arriving later change nothing."
+        ge=0,
+        le=BIGINT_MAX,
+        description="The version deleted (the document's own, or higher); upserts of it or older, arriving later, "
+        "change nothing.",
     )
 
 

@@ -51,12 +51,14 @@ class VectorStore(Protocol):
         version: int,
         chunks: Sequence[VectorChunk],
     ) -> bool:
-        """Make `chunks` the document's only vectors, unless the store holds a newer version of it
-        (then nothing changes and False is returned). Idempotent for the same version."""
+        """Make `chunks` the document's only vectors, unless the store holds a newer version of it or a
+        deletion of this one (then nothing changes and False is returned). Idempotent for the same version."""
         ...
 
     async def delete_document(self, organization_id: uuid.UUID, document_id: uuid.UUID, version: int) -> bool:
-        """Remove the document's vectors, unless the store holds a newer version of it (False)."""
+        """Remove the document's vectors, unless the store holds a newer version of it or this deletion
+        (False). A deletion wins a tie: it removes an upsert of its own version, and that upsert, arriving
+        later, is refused."""
         ...
 
     async def search(

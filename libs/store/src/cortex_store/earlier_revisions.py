@@ -7,18 +7,24 @@ equal.
 
 import importlib.util
 from pathlib import Path
+from types import ModuleType
 
 VERSIONS_DIR = Path(__file__).with_name("migrations") / "versions"
 
 
-def statement(filename: str, name: str) -> str:
-    """The module-level string `name` of the revision file `filename` (e.g. "0010_embedding_space.py")."""
+def revision(filename: str) -> ModuleType:
+    """The revision file `filename` (e.g. "0010_embedding_space.py"), loaded as a module."""
     path = VERSIONS_DIR / filename
     spec = importlib.util.spec_from_file_location(f"cortex_revision_{path.stem}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return str(getattr(module, name))
+    return module
+
+
+def statement(filename: str, name: str) -> str:
+    """The module-level string `name` of the revision file `filename`."""
+    return str(getattr(revision(filename), name))
 
 
 def function(filename: str, name: str) -> str:

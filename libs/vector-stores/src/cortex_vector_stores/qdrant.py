@@ -143,7 +143,7 @@ class QdrantVectorStore:
         """
         client = await self._open()
         org, doc = organization_id, document_id
-        if await self._exists(client, points.newer_than_upsert(org, doc, version)):
+        if await self._exists(client, points.supersedes(org, doc, version)):
             return False
         if chunks:
             await client.upsert(
@@ -163,15 +163,14 @@ class QdrantVectorStore:
         await self._delete(client, points.older_than(org, doc, version))
         # A retry of this version with fewer passages leaves none of the earlier attempt's extras.
         await self._delete(client, points.chunks_of_version(org, doc, version, from_ordinal=len(chunks)))
-        if await self._exists(client, points.newer_than_upsert(org, doc, version)):
-            await self._delete(client, points.chunks_of_version(org, doc, version))
-            await self._delete(client, points.marker_of_version(org, doc, version))
+        if await self._exists(client, points.supersedes(org, doc, version)):
+            await self._delete(client, points.upserted_at(org, doc, version))
             return False
         return True
 
     async def _mark(self, client: AsyncQdrantClient, org: uuid.UUID, doc: uuid.UUID, version: int, kind: str) -> None:
         marker = models.PointStruct(
-            id=points.marker_point_id(org, doc, version),
+            id=points.marker_point_id(org, doc, version, kind),
             vector={},
             payload=points.marker_payload(org, doc, version, kind),
         )
@@ -179,17 +178,17 @@ class QdrantVectorStore:
 
     @_unavailable_when_unreachable
     async def delete_document(self, organization_id: uuid.UUID, document_id: uuid.UUID, version: int) -> bool:
-        """Leave a tombstone of `version` and drop everything older — unless this version or a newer
-        one is there (a deletion of the version an upsert already stored changes nothing, as in
-        PostgreSQL)."""
+        """Leave a tombstone of `version` and drop everything older and this version's upsert — unless a
+        newer version, or this deletion, is there (a deletion wins a tie, as in PostgreSQL)."""
         client = await self._open()
         org, doc = organization_id, document_id
-        if await self._exists(client, points.newer_than_delete(org, doc, version)):
+        if await self._exists(client, points.supersedes(org, doc, version)):
             return False
         await self._mark(client, org, doc, version, points.TOMBSTONE_KIND)
         await self._delete(client, points.older_than(org, doc, version))
+        await self._delete(client, points.upserted_at(org, doc, version))
         if await self._exists(client, points.of_document(org, doc, points.newer(version))):
-            await self._delete(client, points.marker_of_version(org, doc, version))
+            await self._delete(client, points.marker_of_version(org, doc, version, points.TOMBSTONE_KIND))
             return False
         return True
 

@@ -37,8 +37,11 @@ def chunk_point_id(organization_id: uuid.UUID, document_id: uuid.UUID, version: 
     return str(uuid.uuid5(NAMESPACE, f"{organization_id}/{document_id}/{version}/{ordinal}"))
 
 
-def marker_point_id(organization_id: uuid.UUID, document_id: uuid.UUID, version: int) -> str:
-    return str(uuid.uuid5(NAMESPACE, f"{organization_id}/{document_id}/{version}/marker"))
+def marker_point_id(organization_id: uuid.UUID, document_id: uuid.UUID, version: int, kind: str) -> str:
+    """A tombstone's id differs from an empty marker's of the same version: a deletion and an upsert of one
+    version, written at once, must not overwrite each other's marker."""
+    name = "tombstone" if kind == TOMBSTONE_KIND else "marker"
+    return str(uuid.uuid5(NAMESPACE, f"{organization_id}/{document_id}/{version}/{name}"))
 
 
 def chunk_payload(
@@ -84,8 +87,9 @@ def of_document(organization_id: uuid.UUID, document_id: uuid.UUID, *more: model
     return models.Filter(must=[_is(OWNER, str(organization_id)), _is(DOCUMENT, str(document_id)), *more])
 
 
-def newer_than_upsert(organization_id: uuid.UUID, document_id: uuid.UUID, version: int) -> models.Filter:
-    """What makes an upsert of `version` stale: any later version, or a deletion of this same version."""
+def supersedes(organization_id: uuid.UUID, document_id: uuid.UUID, version: int) -> models.Filter:
+    """What makes a write of `version` stale, an upsert or a deletion: any later version, or a deletion of
+    this same version (a deletion wins a tie)."""
     return of_document(
         organization_id,
         document_id,
@@ -95,20 +99,20 @@ def newer_than_upsert(organization_id: uuid.UUID, document_id: uuid.UUID, versio
     )
 
 
-def newer_than_delete(organization_id: uuid.UUID, document_id: uuid.UUID, version: int) -> models.Filter:
-    """What makes a deletion of `version` stale: an upsert or deletion of this version or a later one."""
-    return of_document(organization_id, document_id, _version(gte=version))
-
-
 def older_than(organization_id: uuid.UUID, document_id: uuid.UUID, version: int) -> models.Filter:
     return of_document(organization_id, document_id, _version(lt=version))
 
 
-def marker_of_version(organization_id: uuid.UUID, document_id: uuid.UUID, version: int) -> models.Filter:
+def marker_of_version(organization_id: uuid.UUID, document_id: uuid.UUID, version: int, kind: str) -> models.Filter:
+    return of_document(organization_id, document_id, _is(KIND, kind), _version(gte=version, lte=version))
+
+
+def upserted_at(organization_id: uuid.UUID, document_id: uuid.UUID, version: int) -> models.Filter:
+    """What an upsert of `version` wrote: its chunks, or its empty marker."""
     return of_document(
         organization_id,
         document_id,
-        models.Filter(must_not=[_is(KIND, CHUNK_KIND)]),
+        models.Filter(must_not=[_is(KIND, TOMBSTONE_KIND)]),
         _version(gte=version, lte=version),
     )
 

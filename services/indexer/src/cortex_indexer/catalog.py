@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Table
-from sqlalchemy.dialects.postgresql import insert
+from sqlalchemy import ColumnElement, Table, and_, or_
+from sqlalchemy.dialects.postgresql import Insert, insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from cortex_contracts import catalog as events
@@ -62,7 +62,8 @@ async def apply_change(
     *,
     deleted: bool,
 ) -> bool:
-    """Apply one catalog change; False when a newer (or equal) version is already stored."""
+    """Apply one catalog change; False when a newer version is already stored, or this one (a deletion wins a
+    tie, as a document's does)."""
     spec = TABLES[entity]
     version: int = payload.version
     now = datetime.now(UTC)
@@ -83,10 +84,17 @@ async def apply_change(
         statement.on_conflict_do_update(
             index_elements=[spec.table.c[column] for column in spec.keys],
             set_=changed,
-            where=spec.table.c.version < statement.excluded.version,
+            where=_supersedes(spec.table, statement, deleted=deleted),
         ).returning(spec.table.c.version)
     )
     return result.first() is not None
+
+
+def _supersedes(table: Table, statement: Insert, *, deleted: bool) -> ColumnElement[bool]:
+    newer = table.c.version < statement.excluded.version
+    if not deleted:
+        return newer
+    return or_(newer, and_(table.c.version == statement.excluded.version, table.c.deleted_at.is_(None)))
 
 
 def _plain(value: object) -> object:

@@ -85,26 +85,32 @@ def _refusals(organization_id: uuid.UUID) -> Iterator[None]:
 
 @dataclass(frozen=True)
 class Claim:
-    newer: bool  # False: the event was handled before, or a newer (or equal) version is stored
+    applies: bool  # False: the event was handled before, or a newer version (or this deletion) is stored
     stored: repository.StoredVersion | None
 
 
-async def _claim_newer(
+def deletion_applies(stored: repository.StoredVersion | None, version: int) -> bool:
+    """A deletion wins ties: it removes the version it names (upstream deletes a document at the version it
+    has), and an upsert of a deleted version is stale (`cortex_index_document`, migration 0024)."""
+    return stored is None or stored.version < version or (stored.version == version and not stored.deleted)
+
+
+async def _claim_deletion(
     session: AsyncSession,
     ctx: IndexingContext,
     meta: EventMeta,
     document_id: uuid.UUID,
     version: int,
 ) -> Claim:
-    """In the change's transaction: record the event, lock the document row, compare versions."""
+    """In the deletion's transaction: record the event, lock the document row, compare versions."""
     await bind_organization(session, meta.organization_id)
     if not await repository.claim_event(session, ctx.consumer, meta.inbox_key):
-        return Claim(newer=False, stored=None)
+        return Claim(applies=False, stored=None)
     if not await repository.organization_exists(session, meta.organization_id):
         raise UnknownOrganization(meta.organization_id)
     stored = await repository.stored_version(session, document_id, lock=True)
     _check_owner(stored, meta.organization_id)
-    return Claim(newer=stored is None or stored.version < version, stored=stored)
+    return Claim(applies=deletion_applies(stored, version), stored=stored)
 
 
 async def prior_embeddings(
@@ -295,8 +301,8 @@ async def delete_document(ctx: IndexingContext, meta: EventMeta, doc: DocumentDe
     if doc.organization_id != meta.organization_id:
         raise PoisonMessage("payload organizationId differs from the event's orgid")
     async with ctx.sessions() as session, session.begin():
-        claim = await _claim_newer(session, ctx, meta, doc.document_id, doc.version)
-        if not claim.newer:
+        claim = await _claim_deletion(session, ctx, meta, doc.document_id, doc.version)
+        if not claim.applies:
             return None
         tombstoned = await repository.tombstone_document(
             session,

@@ -20,6 +20,7 @@ from cortex_store.models import KbChunk, KbDocument, Organization, ProcessedEven
 class StoredVersion:
     organization_id: uuid.UUID
     version: int
+    deleted: bool
 
 
 def inbox_key(organization_id: uuid.UUID, event_id: str) -> str:
@@ -54,9 +55,11 @@ async def stored_version(session: AsyncSession, document_id: uuid.UUID, *, lock:
     """The stored version; with `lock`, no other transaction writes the document until this one ends."""
     if lock:
         await session.execute(LOCK_DOCUMENT_ID, {"id": str(document_id)})
-    query = select(KbDocument.organization_id, KbDocument.version).where(KbDocument.id == document_id)
+    query = select(KbDocument.organization_id, KbDocument.version, KbDocument.deleted_at).where(
+        KbDocument.id == document_id
+    )
     row = (await session.execute(query.with_for_update() if lock else query)).first()
-    return StoredVersion(row.organization_id, row.version) if row else None
+    return StoredVersion(row.organization_id, row.version, row.deleted_at is not None) if row else None
 
 
 PRIOR = "SELECT cortex_document_prior($1, $2, $3, $4, $5, $6)"
