@@ -58,8 +58,32 @@ def test_text_and_binary_payloads_come_back_byte_for_byte() -> None:
 def test_the_listing_is_one_line_a_letter() -> None:
     assert render([]) == "no dead letters"
     assert render([letter_from(stored(dead_letter(b"{}").record()))]) == (
-        f"      42  2026-12-02T00:00:00+00:00  {SUBJECT}  poison message: invalid event"
+        f"      42  2026-12-02T00:00:00+00:00  {SUBJECT}  -  poison message: invalid event"
     )
+
+
+def listed(event: object) -> str:
+    return render([letter_from(stored(dead_letter(json.dumps(event).encode()).record()))])
+
+
+def test_the_listing_names_the_file_or_document_a_letter_is_about() -> None:
+    document = str(uuid.uuid4())
+    upload = {"subject": "u1", "data": {"uploadId": "u1", "filename": "Q3 plan.pdf", "documentId": document}}
+    assert '  file "Q3 plan.pdf"  poison message' in listed(upload)
+    assert f'  document "{document}"  poison message' in listed({"subject": document, "data": {"documentId": document}})
+    assert '  entry "e-7"  ' in listed({"data": {"entryId": "e-7"}})
+    assert '  subject "w-1"  ' in listed({"subject": "w-1", "data": {"workId": "w-1"}})
+    for not_an_event in ([1, 2], "text", {"data": ["x"]}, {"data": {"filename": 3}}):
+        assert f"  {SUBJECT}  -  poison message" in listed(not_an_event)
+    cut = render([letter_from(stored(dead_letter(b'{"data": {"filena').record()))])
+    assert f"  {SUBJECT}  -  poison message" in cut
+
+
+def test_the_listing_shows_control_characters_escaped_not_to_the_terminal() -> None:
+    """A file name is the uploader's: an escape sequence in it must not reach the operator's terminal."""
+    line = listed({"data": {"filename": "a\x1b[2J\u202ebad.pdf\nb"}})
+    assert "\x1b" not in line and "\u202e" not in line and "\n" not in line
+    assert 'file "a\\u001b[2J\\u202ebad.pdf\\nb"' in line
 
 
 async def test_text_is_not_escaped_into_a_larger_letter() -> None:

@@ -155,12 +155,39 @@ async def replay_letters(
     return found
 
 
+def about(letter: Letter) -> str:
+    """What the event is about, as an operator looks for it: the file of an upload, else the document or
+    entry it names, else the CloudEvent's `subject`; `-` when the payload says none of it (or is cut, or not
+    an event at all)."""
+    try:
+        event = json.loads(letter.payload)
+    except ValueError:
+        return "-"
+    if not isinstance(event, dict):
+        return "-"
+    data = event.get("data")
+    if not isinstance(data, dict):
+        data = {}
+    for key, label in (("filename", "file"), ("documentId", "document"), ("entryId", "entry")):
+        if isinstance(data.get(key), str) and data[key]:
+            return f"{label} {json.dumps(data[key][:120], ensure_ascii=False)}"
+    subject = event.get("subject")
+    return f"subject {json.dumps(subject[:120], ensure_ascii=False)}" if isinstance(subject, str) and subject else "-"
+
+
+def printable(text: str) -> str:
+    """Untrusted text (an event's file name, an error quoting it) as one line a terminal shows as it is:
+    white space runs as one space, other control characters (an escape sequence) escaped."""
+    joined = " ".join(text.split())
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in joined)
+
+
 def render(letters: list[Letter]) -> str:
     if not letters:
         return "no dead letters"
     lines = []
     for letter in letters:
         when = letter.time.isoformat(timespec="seconds") if letter.time else "-"
-        error = " ".join(letter.error.split())
-        lines.append(f"{letter.sequence:>8}  {when}  {letter.subject}  {letter.reason}: {error[:160]}")
+        fields = (letter.subject, about(letter), f"{letter.reason}: {letter.error[:160]}")
+        lines.append("  ".join((f"{letter.sequence:>8}", when, *map(printable, fields))))
     return "\n".join(lines)
