@@ -153,3 +153,20 @@ async def test_an_entry_of_only_invisible_characters_is_dead_lettered(
 
     (letter,) = await read_dead_letters(js, org.id, 1, stream="memory")
     assert "content must not be blank" in letter.record["error"]
+
+
+async def test_fields_in_snake_case_are_refused_over_http_and_dead_lettered_as_events(
+    make_org: OrgFactory, js: JetStreamContext
+) -> None:
+    """The contract's names are camelCase; `memory_session_id` was taken as `memorySessionId` by both paths."""
+    org = await make_org()
+    response = await org.member.post("/api/memory/entries", json={"content": "Snake", "memory_session_id": "s-1"})
+    assert response.status_code == 422, response.text
+    assert [error["loc"] for error in response.json()["errors"]] == [["body", "memory_session_id"]]
+
+    event = remembered_event(org.id, "Snake case event", partition=MemoryPartition.SEMANTIC)
+    data = {("organization_id" if key == "organizationId" else key): value for key, value in event.data.items()}
+    await publish_remembered(js, event.model_copy(update={"data": data}))
+
+    (letter,) = await read_dead_letters(js, org.id, 1, stream="memory")
+    assert "organizationId" in letter.record["error"]

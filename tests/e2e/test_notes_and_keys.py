@@ -74,6 +74,7 @@ async def test_note_validation_rejects_what_the_issue_rules_out(org: Org) -> Non
     )
     invalid_field(await post("/api/memory/documents", json={"title": "t", "tags": ["x" * 65]}), "tags")
     invalid_field(await post("/api/memory/documents", json={"title": "t", "docClass": "poem"}), "docClass")
+    invalid_field(await post("/api/memory/documents", json={"title": "t", "doc_class": "spec"}), "doc_class")
     assert_problem(await post("/api/memory/documents", json={}), 422)
     assert_problem(
         await post("/api/memory/documents", content=b"{not json", headers={"Content-Type": "application/json"}), 422

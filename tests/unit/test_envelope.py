@@ -38,6 +38,18 @@ def test_a_wire_payload_in_camel_case_is_accepted() -> None:
     assert doc.body == "text"
 
 
+def test_a_wire_payload_in_snake_case_is_refused_with_the_camel_case_name() -> None:
+    """Python code constructs payloads by their snake_case names; the wire knows only camelCase."""
+    snake = {"document_id": str(DOC), "organization_id": str(ORG), "title": "Pricing", "version": 1}
+    with pytest.raises(ValidationError) as refused:
+        DocumentUpserted.from_wire(snake)
+    assert {error["loc"][0] for error in refused.value.errors() if error["type"] == "missing"} == {
+        "documentId",
+        "organizationId",
+    }
+    assert DocumentUpserted.from_wire(payload()).document_id == DOC
+
+
 def test_payloads_serialise_camel_case_and_omit_unset_optionals() -> None:
     doc = DocumentUpserted(
         document_id=DOC, organization_id=ORG, title="T", body_ref={"bucket": "b", "name": "n"}, version=3

@@ -1,6 +1,7 @@
 """Base model for camelCase JSON on the wire."""
 
 import unicodedata
+from typing import Self
 
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -34,6 +35,12 @@ class WireModel(BaseModel):
         populate_by_name=True,
         frozen=True,
     )
+
+    @classmethod
+    def from_wire(cls, data: object) -> Self:
+        """Validate a payload as it came over the wire: camelCase names only (Python code may construct the
+        model by its snake_case names; a publisher sending `document_id` is told the name is `documentId`)."""
+        return cls.model_validate(data, by_alias=True, by_name=False)
 
     def to_wire(self) -> bytes:
         """Serialise with wire (camelCase) names, omitting unset optionals."""

@@ -26,7 +26,7 @@ def _parse(delivery: Delivery) -> tuple[events.CatalogEntity, events.CatalogChan
     if models is None:
         raise PoisonMessage(f"unknown catalog action {action!r}")
     try:
-        payload = models[entity].model_validate(delivery.event.data)
+        payload = models[entity].from_wire(delivery.event.data)
     except ValidationError as exc:
         raise PoisonMessage(f"invalid {delivery.action} payload: {brief(exc)}") from exc
     if payload.organization_id != delivery.event.orgid:

@@ -31,7 +31,7 @@ Payload = TypeVar("Payload", DocumentUpserted, DocumentDeleted, UploadCreated)
 
 def _payload(model: type[Payload], delivery: Delivery) -> Payload:
     try:
-        return model.model_validate(delivery.event.data)
+        return model.from_wire(delivery.event.data)
     except ValidationError as exc:
         raise PoisonMessage(f"invalid {delivery.event.type} payload: {brief(exc)}") from exc
 

@@ -60,7 +60,7 @@ def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[
     @refuse_cross_tenant_writes
     async def handle(delivery: Delivery) -> None:
         try:
-            entry = EntryRemembered.model_validate(delivery.event.data)
+            entry = EntryRemembered.from_wire(delivery.event.data)
         except ValidationError as exc:
             raise PoisonMessage(f"invalid {delivery.event.type} payload: {brief(exc)}") from exc
         if entry.organization_id != delivery.event.orgid:

@@ -48,7 +48,7 @@ WAIT_POLL_SECONDS = 0.1
 
 
 class EntryCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
     content: EntryContent
     partition: MemoryPartition = MemoryPartition.EPISODIC

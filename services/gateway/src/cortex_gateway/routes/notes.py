@@ -32,7 +32,7 @@ NOTE_SOURCE = "note"
 
 
 class NoteCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
     title: str = Field(min_length=1, max_length=300, pattern=NO_NUL, description="1–300 characters.")
     body: str | None = Field(
