@@ -159,6 +159,28 @@ async def test_a_work_scoped_entry_names_a_work_of_the_organizations_catalog(
     assert recalled.json()["items"] == []
 
 
+async def test_an_entry_without_a_tier_takes_the_narrowest_scope_it_names(
+    make_org: OrgFactory, js: JetStreamContext
+) -> None:
+    """Before, every entry without a tier was `session` memory, also one that named no session."""
+    org, work = await make_org(), uuid.uuid4()
+    await publish_catalog(js, org.id, CatalogEntity.WORK, {"workId": str(work), "title": "W", "version": 1})
+    scopes = {"session": {"memorySessionId": "s-1", "workId": str(work)}, "work": {"workId": str(work)}, "org": {}}
+    for tier, scope in scopes.items():
+        body = {"content": f"Kettles descale monthly ({tier})", **scope}
+        async with asyncio.timeout(30):  # the catalog is a read copy: it follows the events
+            while (
+                response := await org.member.post("/api/memory/entries", params={"wait": "true"}, json=body)
+            ).status_code == 422:
+                await asyncio.sleep(0.2)
+        assert response.status_code == 201, response.text
+
+    recalled = await org.member.get("/api/memory/recall", params={"q": "kettles descale", "limit": 10})
+    assert sorted((item["tier"], item["content"]) for item in recalled.json()["items"]) == sorted(
+        (tier, f"Kettles descale monthly ({tier})") for tier in scopes
+    )
+
+
 async def test_metadata_numbers_come_back_as_they_were_sent(org: Org) -> None:
     """QA 36: stored as jsonb, a float of 1e16 or more came back as integer digits (1e20 as 100000…0)."""
     metadata_sent = b'{"e": 1e20, "f": 1.5e300, "g": 2.0, "big": 18446744073709551617}'

@@ -52,7 +52,9 @@ class EntryCreate(BaseModel):
 
     content: EntryContent
     partition: MemoryPartition = MemoryPartition.EPISODIC
-    tier: MemoryTier = MemoryTier.SESSION
+    tier: MemoryTier | None = Field(
+        default=None, description="Default: `session` with a memorySessionId, else `work` with a workId, else `org`."
+    )
     work_id: uuid.UUID | None = Field(
         default=None, alias="workId", description="A Work of the organization's catalog; needed with tier `work`."
     )
@@ -63,8 +65,15 @@ class EntryCreate(BaseModel):
 
     @model_validator(mode="after")
     def _work_tier_names_a_work(self) -> "EntryCreate":
-        check_work_tier(self.tier, self.work_id)
+        check_work_tier(self.scope_tier, self.work_id)
         return self
+
+    @property
+    def scope_tier(self) -> MemoryTier:
+        """The tier given, else the narrowest scope named: an entry without a session is not session memory."""
+        if self.tier is not None:
+            return self.tier
+        return MemoryTier.SESSION if self.memory_session_id else MemoryTier.WORK if self.work_id else MemoryTier.ORG
 
 
 class EntryAccepted(BaseModel):
@@ -75,7 +84,7 @@ class EntryAccepted(BaseModel):
 def entry_id(caller: Caller, entry: EntryCreate) -> uuid.UUID:
     return derive_entry_id(
         caller.organization_id,
-        entry.tier,
+        entry.scope_tier,
         entry.partition,
         entry.work_id,
         entry.memory_session_id,
@@ -134,7 +143,7 @@ async def remember(
         organization_id=caller.organization_id,
         content=entry.content,
         partition=entry.partition,
-        tier=entry.tier,
+        tier=entry.scope_tier,
         work_id=entry.work_id,
         memory_session_id=entry.memory_session_id,
         agent_id=entry.agent_id,
