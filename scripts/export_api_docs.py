@@ -46,8 +46,10 @@ from cortex_contracts.memory import (
 )
 from cortex_contracts.rpc import (
     AgentMemoriesReply,
+    FacetPageReply,
     FacetsReply,
     FacetsRequest,
+    FacetValuesRequest,
     FeedReply,
     FeedRequest,
     ItemReply,
@@ -80,6 +82,7 @@ ORG_PARAMETER = {"orgId": {"description": "The organization's id (a UUID); equal
 RPC: dict[str, tuple[type[BaseModel], type[Reply[Any]]]] = {
     subjects.RPC_AGGREGATOR_FEED: (FeedRequest, FeedReply),
     subjects.RPC_AGGREGATOR_FACETS: (FacetsRequest, FacetsReply),
+    subjects.RPC_AGGREGATOR_FACET_VALUES: (FacetValuesRequest, FacetPageReply),
     subjects.RPC_AGGREGATOR_STATS: (StatsRequest, StatsReply),
     subjects.RPC_AGGREGATOR_ITEM: (ItemRequest, ItemReply),
     subjects.RPC_AGGREGATOR_RECALL: (RecallRequest, RecallReply),

@@ -279,3 +279,62 @@ async def test_facets_with_a_search_text_count_only_the_documents_that_contain_i
             assert await facets(indexes, lexical, request) == await facets(indexes, None, request), (q, filters)
     finally:
         await engine.dispose()
+
+
+async def test_every_value_of_a_facet_pages_in_the_overviews_order_with_its_counts(
+    org: Org, js: JetStreamContext, nats_client: NATS
+) -> None:
+    """`/facets` shows a facet's 100 largest; `/facets/{facet}` pages through all of them."""
+    docs = [uuid.uuid4() for _ in range(5)]
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+    for n, doc_id in enumerate(docs):
+        own = [f"t{n}-{k:02}" for k in range(30)]
+        tags = [*own, "shared", *(["pair"] if n < 2 else [])]
+        doc_class = "spec" if n < 2 else "runbook"
+        event = upsert_event(org.id, doc_id, title="Note", body="Body.", version=1, docClass=doc_class, tags=tags)
+        await publish_upsert(js, event)
+    for doc_id in docs:
+        await watcher.wait_for(doc_id, 1)
+    await watcher.stop()
+
+    async def pages(limit: int, **params: str) -> list[list[tuple[str, int]]]:
+        found, cursor = [], None
+        while True:
+            query = {**params, "limit": str(limit), **({"cursor": cursor} if cursor else {})}
+            response = await org.member.get("/api/memory/facets/tag", params=query)
+            assert response.status_code == 200, response.text
+            page = response.json()
+            assert page["facet"] == "tag"
+            found.append([(v["value"], v["count"]) for v in page["values"]])
+            if (cursor := page.get("nextCursor")) is None:
+                return found
+
+    def joined(paged: list[list[tuple[str, int]]]) -> list[tuple[str, int]]:
+        return [value for page in paged for value in page]
+
+    every = sorted(f"t{n}-{k:02}" for n in range(5) for k in range(30))
+    paged = await pages(40)
+    assert [len(page) for page in paged] == [40, 40, 40, 32]
+    assert joined(paged) == [("shared", 5), ("pair", 2), *((tag, 1) for tag in every)]
+    overview = (await org.member.get("/api/memory/facets")).json()["tag"]
+    assert [(v["value"], v["count"]) for v in overview] == joined(paged)[:100]
+
+    # The same disjunctive counts as the overview: other facets' filters count, the tag's own does not.
+    specs = joined(await pages(1000, type="spec", tag="pair"))
+    assert specs == [("pair", 2), ("shared", 2), *((tag, 1) for tag in every if tag < "t2")]
+    assert joined(await pages(7, q="body", type="runbook")) == [
+        ("shared", 3),
+        *((tag, 1) for tag in every if tag >= "t2"),
+    ]
+
+    first = (await org.member.get("/api/memory/facets/tag", params={"limit": "3"})).json()
+    other_query = await org.member.get("/api/memory/facets/tag", params={"cursor": first["nextCursor"], "type": "spec"})
+    assert other_query.status_code == 400, other_query.text
+    assert other_query.headers["content-type"] == "application/problem+json"
+    forged = await org.member.get("/api/memory/facets/tag", params={"cursor": first["nextCursor"][:-2] + "xx"})
+    assert forged.status_code == 400, forged.text
+    for bad in ({"limit": "0"}, {"limit": "1001"}):
+        assert (await org.member.get("/api/memory/facets/tag", params=bad)).status_code == 422
+    assert (await org.member.get("/api/memory/facets/colour")).status_code == 422
+    mission = (await org.member.get("/api/memory/facets/mission")).json()
+    assert mission == {"facet": "mission", "values": []}  # the organization has no Missions

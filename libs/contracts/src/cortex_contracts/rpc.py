@@ -89,6 +89,38 @@ class Facets(WireModel):
     tag: list[FacetValue]
 
 
+class FacetName(StrEnum):
+    TYPE = "type"
+    WORK = "work"
+    MISSION = "mission"
+    TEAM = "team"
+    SOURCE = "source"
+    STATUS = "status"
+    TAG = "tag"
+
+
+MAX_FACET_PAGE = 1000
+
+
+class FacetValuesRequest(WireModel):
+    """Every value of one facet, page by page: what `Facets` cuts at its 100 largest."""
+
+    organization_id: UUID
+    facet: FacetName
+    q: Query | None = Field(
+        default=None, description="Count only the documents with at least one of its words; absent = all."
+    )
+    filters: FeedFilters = Field(default_factory=FeedFilters)
+    limit: int = Field(default=100, ge=1, le=MAX_FACET_PAGE, description="Page size.")
+    cursor: str | None = Field(default=None, max_length=2000, description="Opaque cursor from a previous page.")
+
+
+class FacetPage(WireModel):
+    facet: FacetName
+    values: list[FacetValue] = Field(description="Largest count first (ties by label, then value); no zero counts.")
+    next_cursor: str | None = Field(default=None, description="Cursor for the next page; absent from the last page.")
+
+
 class StatsRequest(WireModel):
     organization_id: UUID
 
@@ -148,7 +180,7 @@ class RpcError(WireModel):
     detail: str = Field(description="What went wrong.")
 
 
-Result = TypeVar("Result", FeedPage, Facets, Stats, ItemDetail, Recalled, AgentMemories)
+Result = TypeVar("Result", FeedPage, Facets, FacetPage, Stats, ItemDetail, Recalled, AgentMemories)
 
 
 class Reply(WireModel, Generic[Result]):
@@ -160,6 +192,7 @@ class Reply(WireModel, Generic[Result]):
 
 FeedReply = Reply[FeedPage]
 FacetsReply = Reply[Facets]
+FacetPageReply = Reply[FacetPage]
 StatsReply = Reply[Stats]
 ItemReply = Reply[ItemDetail]
 RecallReply = Reply[Recalled]

@@ -21,6 +21,7 @@ DOCUMENT_INDEXED = "document.indexed"
 
 RPC_AGGREGATOR_FEED = "rpc.aggregator.feed"
 RPC_AGGREGATOR_FACETS = "rpc.aggregator.facets"
+RPC_AGGREGATOR_FACET_VALUES = "rpc.aggregator.facet_values"
 RPC_AGGREGATOR_STATS = "rpc.aggregator.stats"
 RPC_AGGREGATOR_ITEM = "rpc.aggregator.item"
 RPC_AGGREGATOR_RECALL = "rpc.aggregator.recall"

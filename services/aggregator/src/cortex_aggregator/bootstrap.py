@@ -9,7 +9,7 @@ from cortex_aggregator.agent_memories import list_agent_memories
 from cortex_aggregator.cursor import CursorCodec
 from cortex_aggregator.detail import item_detail
 from cortex_aggregator.facet_indexes import FacetIndexes
-from cortex_aggregator.facets import facets
+from cortex_aggregator.facets import facet_values, facets
 from cortex_aggregator.feed import FeedConfig, FeedContext, feed
 from cortex_aggregator.handlers import reply_too_large, rpc_handler
 from cortex_aggregator.lexical_indexes import LexicalIndexes
@@ -22,6 +22,7 @@ from cortex_contracts import memory
 from cortex_contracts import rpc as models
 from cortex_contracts.subjects import (
     RPC_AGGREGATOR_AGENT_MEMORIES,
+    RPC_AGGREGATOR_FACET_VALUES,
     RPC_AGGREGATOR_FACETS,
     RPC_AGGREGATOR_FEED,
     RPC_AGGREGATOR_ITEM,
@@ -140,6 +141,11 @@ class Aggregator:
                     models.FacetsRequest,
                     models.FacetsReply,
                     lambda r: facets(indexes, ctx.lexical, r),
+                ),
+                RPC_AGGREGATOR_FACET_VALUES: rpc_handler(
+                    models.FacetValuesRequest,
+                    models.FacetPageReply,
+                    lambda r: facet_values(indexes, ctx.lexical, ctx.cursors, r),
                 ),
                 RPC_AGGREGATOR_STATS: rpc_handler(models.StatsRequest, models.StatsReply, lambda r: stats(sessions, r)),
                 RPC_AGGREGATOR_ITEM: rpc_handler(

@@ -7,17 +7,22 @@ documents are about it, whatever the ranking reaches; a text of stop words alone
 Counted from the organization's in-memory facet index (facet_index.py), brought up to date with one
 statement per request (facet_indexes.py): exact, and as of a snapshot taken after the request began.
 Per facet the 100 largest counts are shown (ties by label, then value), and a selected value stays as
-a chip with count 0 when nothing matches it.
+a chip with count 0 when nothing matches it. `facet_values` pages through all of one facet's values in
+that same order.
 """
 
+import hashlib
 import uuid
+from collections.abc import Callable
+from typing import TypeVar
 
+from cortex_aggregator.cursor import BadCursor, CursorCodec
 from cortex_aggregator.facet_index import Counted, Mask, OrgIndex
 from cortex_aggregator.facet_indexes import FacetIndexes
 from cortex_aggregator.filters import FACETS, active_values
 from cortex_aggregator.lexical_indexes import LexicalIndexes
 from cortex_contracts.doc_classes import DOC_CLASSES
-from cortex_contracts.rpc import Facets, FacetsRequest, FacetValue
+from cortex_contracts.rpc import FacetName, FacetPage, Facets, FacetsRequest, FacetValue, FacetValuesRequest
 
 MAX_VALUES = 100
 CATALOG_FACETS = ("work", "mission", "team")
@@ -37,8 +42,14 @@ def _chip(value: str, label: str, count: int) -> FacetValue:
     return FacetValue.model_construct(value=value, label=label, count=count)
 
 
+def _order(counted: tuple[str, str | None, int]) -> tuple[int, str, str]:
+    """Largest count first, ties by label, then value."""
+    value, label, n = counted
+    return -n, label or "", value
+
+
 def _shown(counted: Counted) -> list[FacetValue]:
-    ranked = sorted(counted.values, key=lambda v: (-v[2], v[1] or "", v[0]))[:MAX_VALUES]
+    ranked = sorted(counted.values, key=_order)[:MAX_VALUES]
     return [_chip(value, _label(counted.facet, value, label), n) for value, label, n in ranked]
 
 
@@ -62,9 +73,18 @@ def counted(index: OrgIndex, request: FacetsRequest, within: Mask | None) -> dic
     return found
 
 
-async def facets(indexes: FacetIndexes, lexical: LexicalIndexes | None, request: FacetsRequest) -> Facets:
-    """With a `q`, its documents come from the organization's BM25 index in memory when that is loaded (~5 ms
-    at 100k documents), else from PostgreSQL's postings (~40 ms)."""
+Counts = TypeVar("Counts")
+
+
+async def _count(
+    indexes: FacetIndexes,
+    lexical: LexicalIndexes | None,
+    request: FacetsRequest | FacetValuesRequest,
+    count: Callable[[OrgIndex, Mask | None], Counts],
+) -> Counts:
+    """`count` over the organization's facet index, given the slots of the documents `request.q` matches.
+    With a `q`, those come from the organization's BM25 index in memory when that is loaded (~5 ms at 100k
+    documents), else from PostgreSQL's postings (~40 ms)."""
     org, q = request.organization_id, request.q
     in_memory = await lexical.matching(org, q) if q is not None and lexical is not None else None
 
@@ -73,11 +93,13 @@ async def facets(indexes: FacetIndexes, lexical: LexicalIndexes | None, request:
             return index.slots_of_halves(*in_memory)
         return None if ids is None else index.slots_of(ids)
 
-    counts = await indexes.count(
-        org,
-        lambda index, ids: counted(index, request, within(index, ids)),
-        matching=q if in_memory is None else None,
+    return await indexes.count(
+        org, lambda index, ids: count(index, within(index, ids)), matching=q if in_memory is None else None
     )
+
+
+async def facets(indexes: FacetIndexes, lexical: LexicalIndexes | None, request: FacetsRequest) -> Facets:
+    counts = await _count(indexes, lexical, request, lambda index, within: counted(index, request, within))
     return Facets(
         type=counts["type"],
         work=counts["work"],
@@ -87,3 +109,48 @@ async def facets(indexes: FacetIndexes, lexical: LexicalIndexes | None, request:
         status=counts["status"],
         tag=counts["tag"],
     )
+
+
+def _query_key(request: FacetValuesRequest) -> str:
+    """A cursor is only valid for the request (org, facet, query, filters) it was made for."""
+    shape = request.model_dump_json(include={"organization_id", "facet", "q", "filters"})
+    return hashlib.sha256(shape.encode()).hexdigest()[:16]
+
+
+def _after(cursors: CursorCodec, request: FacetValuesRequest) -> tuple[int, str, str] | None:
+    """The order key of the last value of the page before, from the request's cursor."""
+    if request.cursor is None:
+        return None
+    state = cursors.decode(request.cursor)
+    if state.get("k") != _query_key(request):
+        raise BadCursor("cursor belongs to another query")
+    match state.get("after"):
+        case [int(count), str(label), str(value)]:
+            return count, label, value
+    raise BadCursor("cursor is not valid")
+
+
+async def facet_values(
+    indexes: FacetIndexes, lexical: LexicalIndexes | None, cursors: CursorCodec, request: FacetValuesRequest
+) -> FacetPage:
+    """One page of a facet's values, after the cursor's in the overview's order. Counts move as documents
+    change between pages: a value whose count changed may show on two pages, or on none."""
+    after = _after(cursors, request)
+    facet = request.facet.value
+
+    def one_facet(index: OrgIndex, within: Mask | None) -> list[tuple[str, str | None, int]]:
+        catalog = index.catalog
+        if (facet == "mission" and not catalog.has_missions) or (facet == "team" and not catalog.has_teams):
+            return []
+        return index.count(request.filters, [facet], within)[facet].values
+
+    values = sorted(await _count(indexes, lexical, request, one_facet), key=_order)
+    if after is not None:
+        values = [v for v in values if _order(v) > after]
+    page = values[: request.limit]
+    next_cursor = None
+    if len(values) > request.limit:
+        state = {"k": _query_key(request), "after": list(_order(page[-1]))}
+        next_cursor = cursors.encode(state)
+    chips = [_chip(value, _label(facet, value, label), n) for value, label, n in page]
+    return FacetPage(facet=FacetName(facet), values=chips, next_cursor=next_cursor)

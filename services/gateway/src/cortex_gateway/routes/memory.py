@@ -13,12 +13,17 @@ from cortex_contracts import subjects
 from cortex_contracts.base import NO_NUL
 from cortex_contracts.memory_item import ItemStatus
 from cortex_contracts.rpc import (
+    MAX_FACET_PAGE,
     MAX_FEED_LIMIT,
     MAX_FILTER_VALUES,
     MAX_QUERY_CHARS,
+    FacetName,
+    FacetPage,
+    FacetPageReply,
     Facets,
     FacetsReply,
     FacetsRequest,
+    FacetValuesRequest,
     FeedFilters,
     FeedPage,
     FeedReply,
@@ -114,6 +119,39 @@ async def get_facets(
 ) -> Response:
     request = FacetsRequest(organization_id=caller.organization_id, q=(q or "").strip() or None, filters=filters)
     return await relay_aggregator(res, subjects.RPC_AGGREGATOR_FACETS, request, FacetsReply, Facets)
+
+
+@router.get(
+    "/facets/{facet}",
+    response_model=FacetPage,
+    response_model_by_alias=True,
+    response_model_exclude_none=True,
+    summary="Every value of one facet, page by page",
+    responses=ERRORS,
+)
+async def get_facet_values(
+    caller: CallerDep,
+    res: ResourcesDep,
+    filters: FiltersDep,
+    facet: Annotated[FacetName, Path(description="The facet whose values to list.")],
+    q: Annotated[
+        str | None,
+        Query(max_length=MAX_QUERY_CHARS, pattern=NO_NUL, description="As for `/facets`: count only its documents."),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=MAX_FACET_PAGE, description="Page size.")] = 100,
+    cursor: Annotated[str | None, Query(max_length=2000, description="`nextCursor` of the previous page.")] = None,
+) -> Response:
+    """The values `/facets` cuts at its 100 largest, in its order (largest count first), with the same
+    disjunctive counts."""
+    request = FacetValuesRequest(
+        organization_id=caller.organization_id,
+        facet=facet,
+        q=(q or "").strip() or None,
+        filters=filters,
+        limit=limit,
+        cursor=cursor or None,
+    )
+    return await relay_aggregator(res, subjects.RPC_AGGREGATOR_FACET_VALUES, request, FacetPageReply, FacetPage)
 
 
 @router.get(
