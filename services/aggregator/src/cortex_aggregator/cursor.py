@@ -7,9 +7,16 @@ import hmac
 import json
 from typing import Any
 
+from pydantic import BaseModel
+
 
 class BadCursor(ValueError):
     pass
+
+
+def query_key(request: BaseModel, fields: set[str]) -> str:
+    """What binds a cursor to the request it was made for: these fields of it, hashed."""
+    return hashlib.sha256(request.model_dump_json(include=fields).encode()).hexdigest()[:16]
 
 
 class CursorCodec:
@@ -34,4 +41,11 @@ class CursorCodec:
             raise BadCursor("cursor is not valid") from exc
         if not isinstance(state, dict):
             raise BadCursor("cursor is not valid")
+        return state
+
+    def decode_for(self, cursor: str, key: str) -> dict[str, Any]:
+        """A cursor's state, if it was made for the request whose `query_key` is `key` (as state `k`)."""
+        state = self.decode(cursor)
+        if state.get("k") != key:
+            raise BadCursor("cursor belongs to another query")
         return state

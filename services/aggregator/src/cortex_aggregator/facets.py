@@ -11,18 +11,17 @@ a chip with count 0 when nothing matches it. `facet_values` pages through all of
 that same order.
 """
 
-import hashlib
 import uuid
 from collections.abc import Callable
 from typing import TypeVar
 
-from cortex_aggregator.cursor import BadCursor, CursorCodec
+from cortex_aggregator.cursor import BadCursor, CursorCodec, query_key
 from cortex_aggregator.facet_index import Counted, Mask, OrgIndex
 from cortex_aggregator.facet_indexes import FacetIndexes
 from cortex_aggregator.filters import FACETS, active_values
 from cortex_aggregator.lexical_indexes import LexicalIndexes
 from cortex_contracts.doc_classes import DOC_CLASSES
-from cortex_contracts.rpc import FacetName, FacetPage, Facets, FacetsRequest, FacetValue, FacetValuesRequest
+from cortex_contracts.rpc import FacetPage, Facets, FacetsRequest, FacetValue, FacetValuesRequest
 
 MAX_VALUES = 100
 CATALOG_FACETS = ("work", "mission", "team")
@@ -113,18 +112,14 @@ async def facets(indexes: FacetIndexes, lexical: LexicalIndexes | None, request:
 
 def _query_key(request: FacetValuesRequest) -> str:
     """A cursor is only valid for the request (org, facet, query, filters) it was made for."""
-    shape = request.model_dump_json(include={"organization_id", "facet", "q", "filters"})
-    return hashlib.sha256(shape.encode()).hexdigest()[:16]
+    return query_key(request, {"organization_id", "facet", "q", "filters"})
 
 
 def _after(cursors: CursorCodec, request: FacetValuesRequest) -> tuple[int, str, str] | None:
     """The order key of the last value of the page before, from the request's cursor."""
     if request.cursor is None:
         return None
-    state = cursors.decode(request.cursor)
-    if state.get("k") != _query_key(request):
-        raise BadCursor("cursor belongs to another query")
-    match state.get("after"):
+    match cursors.decode_for(request.cursor, _query_key(request)).get("after"):
         case [int(count), str(label), str(value)]:
             return count, label, value
     raise BadCursor("cursor is not valid")
@@ -153,4 +148,4 @@ async def facet_values(
         state = {"k": _query_key(request), "after": list(_order(page[-1]))}
         next_cursor = cursors.encode(state)
     chips = [_chip(value, _label(facet, value, label), n) for value, label, n in page]
-    return FacetPage(facet=FacetName(facet), values=chips, next_cursor=next_cursor)
+    return FacetPage(facet=request.facet, values=chips, next_cursor=next_cursor)

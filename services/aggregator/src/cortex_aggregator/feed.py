@@ -1,6 +1,5 @@
 """The org feed: hybrid search when there is a query, most recently updated first when there is not."""
 
-import hashlib
 import uuid
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
@@ -12,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from cortex_aggregator import items, retrieval
 from cortex_aggregator.corpus_stats import CorpusStats
-from cortex_aggregator.cursor import BadCursor, CursorCodec
+from cortex_aggregator.cursor import BadCursor, CursorCodec, query_key
 from cortex_aggregator.dense_plan import DensePlan
 from cortex_aggregator.facet_index import Key, from_micros, to_micros
 from cortex_aggregator.facet_indexes import FacetIndexes
@@ -68,17 +67,11 @@ class Legs:
 
 def _query_key(request: FeedRequest) -> str:
     """A cursor is only valid for the request (org, query, filters, sort) it was made for."""
-    shape = request.model_dump_json(include={"organization_id", "q", "filters", "sort", "mode"})
-    return hashlib.sha256(shape.encode()).hexdigest()[:16]
+    return query_key(request, {"organization_id", "q", "filters", "sort", "mode"})
 
 
 def _cursor_state(ctx: FeedContext, request: FeedRequest) -> dict[str, object] | None:
-    if request.cursor is None:
-        return None
-    state = ctx.cursors.decode(request.cursor)
-    if state.get("k") != _query_key(request):
-        raise BadCursor("cursor belongs to another query")
-    return state
+    return None if request.cursor is None else ctx.cursors.decode_for(request.cursor, _query_key(request))
 
 
 def _search_transaction(pool: Any, org: uuid.UUID, where: DocumentFilter) -> AbstractAsyncContextManager[OrgReads]:
