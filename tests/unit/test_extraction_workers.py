@@ -3,9 +3,11 @@ that dies or is abandoned takes no file's result with it, and the next file is r
 
 import asyncio
 import os
+import sys
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 import pytest
@@ -80,6 +82,41 @@ async def test_a_worker_that_died_fails_its_file_for_a_retry_and_a_new_one_reads
     with pytest.raises(WorkerFailed, match="the extraction process ended"):
         await pool.workers.extract(*NOTE)
     assert (await pool.workers.extract(*NOTE)).title == "Plan"
+
+
+async def test_workers_are_outside_the_indexers_process_group(pool: Pool) -> None:
+    """Ctrl-C in a terminal, or `cortex run` stopping, signals the indexer's whole process group. Before, its
+    workers died of it too, and an indexer still starting them failed with WorkerFailed (QA 38)."""
+    for pid in pool.pids():
+        assert os.getpgid(pid) != os.getpgrp()
+
+
+SLOW_READ_THEN_DIE = """
+import asyncio, os, psutil
+from cortex_indexer.extraction_workers import ExtractionWorkers
+from tests.slow_pdf import slow_pdf
+
+async def main():
+    workers = ExtractionWorkers(workers=1, timeout_seconds=600)
+    await workers.start()
+    asyncio.create_task(workers.extract("application/pdf", slow_pdf(), "slow.pdf"))
+    await asyncio.sleep(1)
+    print(*(child.pid for child in psutil.Process().children()), flush=True)
+    os._exit(0)  # as if killed: nothing closes the worker's pipe in an orderly way
+
+asyncio.run(main())
+"""
+
+
+async def test_a_worker_busy_with_a_slow_file_ends_when_its_indexer_dies() -> None:
+    indexer = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", SLOW_READ_THEN_DIE, stdout=asyncio.subprocess.PIPE, cwd=Path(__file__).parents[2]
+    )
+    out, _ = await indexer.communicate()
+    (pid,) = map(int, out.split())
+    async with asyncio.timeout(10):
+        while psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+            await asyncio.sleep(0.1)
 
 
 async def test_a_reader_given_up_on_is_killed_with_its_worker(pool: Pool) -> None:

@@ -76,6 +76,7 @@ class Indexer:
             await ensure_streams(js)
             sessions = make_sessionmaker(engine)
             space = EmbeddingSpace.of(self.embedder) if self.embedder else None
+            await extraction.start()
             background = []
             if self.embedder and space:
                 # Before consuming: a changed model is switched to (a re-embed job) before anything is embedded.
@@ -94,7 +95,6 @@ class Indexer:
                 admission = AnnAdmission(sessions, settings.ann_min_chunks, settings.ann_admission_interval_seconds)
                 background.append(admission.run(self.stop))
             relay = OutboxRelay(sessions, js)
-            await extraction.start()
             ctx = IndexingContext(
                 sessions=sessions,
                 embed=self.embedder.embed if self.embedder else None,

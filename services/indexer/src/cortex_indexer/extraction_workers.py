@@ -8,14 +8,22 @@ is killed and the file fails as too slow; one that asks for more memory than its
 large. A worker serves file after file, until one leaves it holding much memory (it then ends, and a
 fresh one reads the next); jobs and replies are pickles framed by their length on its
 stdin and stdout (the worker is our own program, so the pickles are trusted).
+
+A worker belongs to its indexer, not to the indexer's process group: Ctrl-C in a terminal and a
+supervisor's stop signal the whole group, and workers that died of it made an indexer still starting
+fail (exit code 1, "restart me") instead of stopping. So each runs in a session of its own and ends
+with its indexer: killed by it, at the end of its stdin, or (Linux) when the indexer dies.
 """
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import logging
 import os
 import pickle
 import resource
+import signal
 import struct
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -77,6 +85,7 @@ class ExtractionWorkers:
             str(self._retire_above),
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
+            start_new_session=True,
         )
 
     @asynccontextmanager
@@ -189,8 +198,19 @@ def _spent(reply: Reply, retire_above_bytes: int) -> bool:
     return isinstance(reply, OutOfMemory) or _resident_bytes() > retire_above_bytes
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def _end_with_parent() -> None:
+    """Be killed when the indexer dies (Linux): a worker busy with a slow file would not see its stdin end."""
+    libc = ctypes.util.find_library("c")
+    if sys.platform.startswith("linux") and libc:
+        ctypes.CDLL(libc, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def serve(retire_above_bytes: int) -> None:
     """The worker's loop: a job in on stdin, its reply out, until stdin closes (or it is spent)."""
+    _end_with_parent()
     os.nice(NICENESS)
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY_LIMIT_BYTES, MEMORY_LIMIT_BYTES))
     replies = os.fdopen(os.dup(1), "wb")
