@@ -4,7 +4,9 @@ Each event is published after the previous one was handled (the indexer's inbox 
 older versions really do arrive after the newer ones; the final state is then read through the API.
 """
 
+import asyncio
 import uuid
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -17,6 +19,7 @@ from cortex_contracts.envelope import new_envelope
 from cortex_gateway.tokens import issue_token
 from cortex_messaging.publisher import publish_event
 from tests.catalog_events import publish_catalog
+from tests.cli_runs import cli
 from tests.conftest import Org
 from tests.events import IndexedWatcher, publish_upsert, upsert_event
 from tests.infrastructure import Infrastructure
@@ -199,3 +202,24 @@ async def test_a_member_converges_to_the_newest_role_and_a_deletion_sticks(
         ):
             assert response.status_code == 404, response.text
             assert response.headers["content-type"].startswith("application/problem+json")
+
+
+async def test_cortex_ingest_warns_of_a_work_its_catalog_does_not_hold(
+    org: Org, js: JetStreamContext, migrated: Infrastructure, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A mistyped `--work` was published without a word (QA 38); it is still published: the catalog may lag."""
+    known, typo = uuid.uuid4(), uuid.uuid4()
+    await publish_catalog(js, org.id, CatalogEntity.WORK, {"workId": str(known), "title": "Billing", "version": 1})
+    note = tmp_path / "plan.md"
+    note.write_text("# Plan\n\nShip it.")
+
+    async with asyncio.timeout(30):  # the catalog is a read copy: it follows the events
+        while True:
+            assert await cli(migrated, ["ingest", str(note), "--org", org.slug, "--work", str(known)]) == 0
+            if "warning" not in capsys.readouterr().err:
+                break
+            await asyncio.sleep(0.2)
+    assert await cli(migrated, ["ingest", str(note), "--org", org.slug, "--work", str(typo)]) == 0
+    out, err = capsys.readouterr()
+    assert f"warning: {org.slug} has no Work {typo} in its catalog" in err
+    assert f"published 1 file(s) for {org.slug}" in out

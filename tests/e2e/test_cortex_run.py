@@ -248,7 +248,10 @@ def test_a_gateway_port_in_use_is_refused_before_anything_starts(tmp_path: Path,
 
     # Before: the gateway failed to bind, was restarted five times over ~30 s, and the run ended with 1.
     assert done.returncode == 2, done.stdout
-    assert f"cannot start: port {port} on 127.0.0.1 is in use: set CORTEX_GATEWAY_PORT" in done.stdout
+    assert (
+        f"cannot start: cannot listen on 127.0.0.1:{port} (CORTEX_GATEWAY_HOST, CORTEX_GATEWAY_PORT): " in done.stdout
+    )
+    assert "Address already in use" in done.stdout
     assert not (tmp_path / "data" / "pg").exists()  # refused before any server started
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from cortex_cli.main import main, parser
+from cortex_cli.unreachable import database_refusal
 from cortex_contracts.doc_classes import DOC_CLASSES
 
 
@@ -49,3 +50,47 @@ def test_ingest_says_which_files_are_missing_and_which_are_directories(
     assert capsys.readouterr().err == f"error: no such file: {tmp_path / 'missing.md'}\n"
     assert main(["ingest", str(tmp_path), "--org", "acme"]) == 2
     assert capsys.readouterr().err == f"error: not a file (directories are not read): {tmp_path}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "environment", "error"),
+    [  # QA 38: SQLAlchemy's traceback, a data directory's secret in place of an empty one, a flag never given
+        (["migrate"], {"DATABASE_URL": "localhost/postgres"}, "error: DATABASE_URL must be a PostgreSQL URL"),
+        (["apikey", "list", "--org", "acme"], {"DATABASE_URL": "localhost/postgres"}, "error: DATABASE_URL must be"),
+        (["run"], {"DATABASE_URL": "localhost/postgres"}, "error: DATABASE_URL must be a PostgreSQL URL"),
+        (["run"], {"CORTEX_SECRET": ""}, "error: CORTEX_SECRET is empty: give one, or unset it"),
+        (["run"], {"CORTEX_AGGREGATOR_COPIES": "abc"}, "error: CORTEX_AGGREGATOR_COPIES: not a number of processes"),
+    ],
+)
+def test_a_setting_the_cli_reads_itself_is_refused_in_one_line(
+    argv: list[str],
+    environment: dict[str, str],
+    error: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no .env of the developer's
+    monkeypatch.setenv("CORTEX_DATA_DIR", str(tmp_path / "data"))
+    for name in ("DATABASE_URL", "CORTEX_SECRET", "CORTEX_AGGREGATOR_COPIES"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith(error)
+    assert not (tmp_path / "data" / "pg").exists()  # refused before any server started
+
+
+def test_replay_takes_letter_numbers_or_all_not_both(capsys: pytest.CaptureFixture[str]) -> None:
+    """Said before anything is reached (no database or NATS here)."""
+    assert main(["dlq", "replay", "--org", "acme", "3", "--all"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("(their numbers, from `cortex dlq list`), not both")
+    assert main(["dlq", "replay", "--org", "acme"]) == 2
+    assert capsys.readouterr().err.rstrip().endswith("(their numbers, from `cortex dlq list`), or give --all")
+
+
+def test_cortex_run_does_not_tell_its_operator_to_check_that_cortex_run_is_running() -> None:
+    refused = ConnectionRefusedError(111, "Connect call failed")
+    assert (database_refusal(refused) or "").endswith("(check DATABASE_URL, or that `cortex run` is running)")
+    assert (database_refusal(refused, running=False) or "").endswith("(check DATABASE_URL)")

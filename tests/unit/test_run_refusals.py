@@ -1,6 +1,7 @@
 """`cortex run` refuses configurations its separate service processes cannot share."""
 
 from cortex_cli.supervisor import LOCAL_QDRANT_REFUSED, refusal
+from cortex_embedded_servers import free_port
 
 
 def test_local_qdrant_is_refused_because_only_one_process_may_open_it() -> None:
@@ -30,3 +31,15 @@ def test_a_pin_is_checked_against_the_installed_plugins_names_as_the_services_re
     assert "CORTEX_PLUGIN_RERANKR names no plugin category" in (refusal({"CORTEX_PLUGIN_RERANKR": "http"}) or "")
     assert refusal({"CORTEX_PLUGIN_EXTRACTOR": "anything"}) is None  # ignored: every extractor is used
     assert refusal({"CORTEX_PLUGIN_RERANKER": "http", "CORTEX_PLUGIN_EMBEDDER": ""}) is None
+
+
+def test_where_the_gateway_cannot_listen_is_said_before_anything_starts() -> None:
+    """QA 38: port 70000 was a traceback, and a host that does not resolve "a port in use"."""
+    port = str(free_port("127.0.0.1"))
+    for host, why in [("no-such-host.invalid", "Name or service not known"), ("192.0.2.1", "Cannot assign requested")]:
+        refused = refusal({"CORTEX_GATEWAY_HOST": host, "CORTEX_GATEWAY_PORT": port}) or ""
+        assert refused.startswith(f"cannot listen on {host}:{port} (CORTEX_GATEWAY_HOST, CORTEX_GATEWAY_PORT): ")
+        assert why in refused
+    # Not a port, or no host: left to the gateway's settings check, which refuses them in one line.
+    for unusable in ({"CORTEX_GATEWAY_PORT": "70000"}, {"CORTEX_GATEWAY_PORT": "0"}, {"CORTEX_GATEWAY_HOST": " "}):
+        assert refusal({"CORTEX_GATEWAY_PORT": port, **unusable}) is None

@@ -20,6 +20,8 @@ BASE = {"DATABASE_URL": "postgresql://cortex@127.0.0.1/cortex", "CORTEX_SECRET":
     [
         (GatewaySettings, "CORTEX_GATEWAY_PORT", "70000", "less than or equal to 65535"),  # before: port 4464
         (GatewaySettings, "CORTEX_GATEWAY_PORT", "0", "greater than or equal to 1"),
+        (GatewaySettings, "CORTEX_GATEWAY_HOST", "", "must not be empty"),  # before: every interface (QA 38)
+        (GatewaySettings, "CORTEX_GATEWAY_HOST", " ", "must not be empty"),
         (GatewaySettings, "CORTEX_GATEWAY_RPC_TIMEOUT_SECONDS", "inf", "finite number"),
         (GatewaySettings, "CORTEX_GATEWAY_JWKS_URL", "idp.example.com/jwks.json", "http:// or https:// URL"),
         (GatewaySettings, "CORTEX_SECRET", "", "must not be empty"),  # before: every HS256 token refused

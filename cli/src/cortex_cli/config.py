@@ -7,6 +7,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from cortex_contracts.settings_values import checked_database_url
+
 RUNTIME_FILE = "runtime.env"
 SECRET_FILE = "secret"  # noqa: S105 — a file name, not a secret
 # What configures plugins: pins, and each built-in plugin's settings.
@@ -68,10 +70,16 @@ def clear_runtime(directory: Path) -> None:
     (directory / RUNTIME_FILE).unlink(missing_ok=True)
 
 
+class BadSetting(ValueError):
+    """A variable the CLI reads itself holds a value it cannot take."""
+
+
 def ensure_secret(directory: Path) -> str:
     """CORTEX_SECRET; else the one the `cortex run` in this data directory was given (so that tokens made in
     another shell are valid there); else the one stored in the data directory (made on first use, 0600)."""
-    if os.environ.get("CORTEX_SECRET"):
+    if "CORTEX_SECRET" in os.environ:
+        if not os.environ["CORTEX_SECRET"].strip():  # a template's unset variable, say: as the services refuse it
+            raise BadSetting("CORTEX_SECRET is empty: give one, or unset it to use the data directory's own")
         return os.environ["CORTEX_SECRET"]
     if given := read_runtime(directory).get("CORTEX_SECRET"):
         return given
@@ -93,8 +101,19 @@ class NotRunning(RuntimeError):
     pass
 
 
+def given_database_url() -> str | None:
+    """DATABASE_URL, when set: a PostgreSQL URL, or a BadSetting (before, SQLAlchemy's traceback)."""
+    url = os.environ.get("DATABASE_URL") or None
+    if url is not None:
+        try:
+            checked_database_url(url)
+        except ValueError as exc:
+            raise BadSetting(f"DATABASE_URL {exc}") from None
+    return url
+
+
 def database_url() -> str:
-    url = os.environ.get("DATABASE_URL") or read_runtime(data_dir()).get("DATABASE_URL")
+    url = given_database_url() or read_runtime(data_dir()).get("DATABASE_URL")
     if not url:
         raise NotRunning("set DATABASE_URL (the owner's URL), or start `cortex run` (or `make run`).")
     return url
@@ -102,7 +121,7 @@ def database_url() -> str:
 
 def endpoints() -> Endpoints:
     runtime = read_runtime(data_dir())
-    database_url = os.environ.get("DATABASE_URL") or runtime.get("DATABASE_URL")
+    database_url = given_database_url() or runtime.get("DATABASE_URL")
     nats_url = os.environ.get("NATS_URL") or runtime.get("NATS_URL")
     if not database_url or not nats_url:
         raise NotRunning(

@@ -22,6 +22,7 @@ from cortex_cli.organizations import (
     ensure_membership,
     organization_id,
     organization_ids,
+    work_in_catalog,
 )
 from cortex_cli.plugins import choose_plugin, list_plugins, render
 from cortex_cli.run_lock import AlreadyRunning, holding_run_lock
@@ -46,6 +47,14 @@ def _copies(value: str) -> int:
     if not 1 <= count <= MAX_COPIES:
         raise argparse.ArgumentTypeError(f"between 1 and {MAX_COPIES}, not {count}")
     return count
+
+
+def _copies_in_environment() -> int:
+    value = os.environ.get("CORTEX_AGGREGATOR_COPIES", "1")
+    try:
+        return _copies(value)
+    except argparse.ArgumentTypeError as exc:
+        raise config.BadSetting(f"CORTEX_AGGREGATOR_COPIES: {exc}") from None
 
 
 def _text(limit: int) -> Callable[[str], str]:
@@ -73,7 +82,7 @@ def _run_holding_the_lock(args: argparse.Namespace, directory: Path, run_lock: i
     from cortex_store.migrate import upgrade
 
     secret = config.ensure_secret(directory)
-    given_url, app_password = os.environ.get("DATABASE_URL") or None, os.environ.get("CORTEX_APP_DB_PASSWORD")
+    given_url, app_password = config.given_database_url(), os.environ.get("CORTEX_APP_DB_PASSWORD")
     if given_url and not app_password:
         print(
             "cortex: the services connect as DATABASE_URL's own user (row-level security does not hold a role"
@@ -88,7 +97,7 @@ def _run_holding_the_lock(args: argparse.Namespace, directory: Path, run_lock: i
         migrate=upgrade,
         service_database_url=service_database_url(given_url, app_password),
         on_ready=lambda db, nats: config.write_runtime(directory, _runtime(db, nats)),
-        copies={"aggregator": args.aggregators},
+        copies={"aggregator": args.aggregators or _copies_in_environment()},
         run_lock=run_lock,
     )
     try:
@@ -166,6 +175,13 @@ def _ingest(args: argparse.Namespace) -> int:
             return 2
     where = config.endpoints()
     org = asyncio.run(organization_id(where.database_url, args.org))
+    if args.work is not None and not asyncio.run(work_in_catalog(where.database_url, org, args.work)):
+        # Not refused: the catalog follows upstream's events, and a Work created a moment ago may not be there yet.
+        print(
+            f"warning: {args.org} has no Work {args.work} in its catalog (a typo, or not there yet): "
+            "its documents are listed under that id until it is",
+            file=sys.stderr,
+        )
     options = IngestOptions(organization_id=org, work_id=args.work, doc_class=args.doc_class, tags=tuple(args.tag))
     count = asyncio.run(ingest_files(where.nats_url, where.database_url, paths, options))
     print(f"published {count} file(s) for {args.org}")
@@ -202,6 +218,10 @@ def _apikey(args: argparse.Namespace) -> int:
 
 
 def _dlq(args: argparse.Namespace) -> int:
+    if args.dlq_command == "replay" and bool(args.sequences) == args.all:
+        which = "not both" if args.all else "or give --all"
+        print(f"error: name the letters to replay (their numbers, from `cortex dlq list`), {which}", file=sys.stderr)
+        return 2
     where = config.endpoints()
     if args.dlq_command == "list" and args.unowned:
         known = asyncio.run(organization_ids(where.database_url))
@@ -211,11 +231,6 @@ def _dlq(args: argparse.Namespace) -> int:
     if args.dlq_command == "list":
         print(dead_letters.render(asyncio.run(dead_letters.list_letters(where.nats_url, org))))
         return 0
-    if bool(args.sequences) == args.all:
-        print(
-            "error: name the letters to replay (their numbers, from `cortex dlq list`) or give --all", file=sys.stderr
-        )
-        return 2
     chosen = None if args.all else set(args.sequences)
     found = asyncio.run(dead_letters.replay_letters(where.nats_url, org, chosen, _replayed))
     missing = sorted((chosen or set()) - {letter.sequence for letter in found})
@@ -263,7 +278,6 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--aggregators",
         type=_copies,
-        default=os.environ.get("CORTEX_AGGREGATOR_COPIES", "1"),
         help="aggregator processes sharing the searches through their queue group (default 1, or "
         "CORTEX_AGGREGATOR_COPIES); each is one Python process, so more cores want more copies",
     )
@@ -374,11 +388,14 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.flush()  # here, not at exit, where a closed pipe would be a warning and exit code 120
     except BrokenPipeError:
         return _reader_gone()
+    except config.BadSetting as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except (config.NotRunning, AlreadyRunning, Unreachable, UnknownOrganization, InvalidSlug, PluginChoiceError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:
-        refusal = database_refusal(exc)
+        refusal = database_refusal(exc, running=args.command != "run")
         if refusal is None:
             raise
         print(f"error: {refusal}", file=sys.stderr)

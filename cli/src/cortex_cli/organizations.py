@@ -7,11 +7,11 @@ the connecting role.
 import re
 import uuid
 
-from sqlalchemy import select
+from sqlalchemy import exists, select
 from sqlalchemy.dialects.postgresql import insert
 
 from cortex_store.database import make_engine, make_sessionmaker
-from cortex_store.models import MemberRole, Organization, OrgMember
+from cortex_store.models import MemberRole, Organization, OrgMember, Work
 from cortex_store.tenancy import bind_organization
 
 
@@ -117,5 +117,19 @@ async def organization_ids(database_url: str) -> set[uuid.UUID]:
     try:
         async with make_sessionmaker(engine)() as session:
             return set(await session.scalars(select(Organization.id)))
+    finally:
+        await engine.dispose()
+
+
+async def work_in_catalog(database_url: str, organization_id: uuid.UUID, work_id: uuid.UUID) -> bool:
+    """Whether the organization's catalog holds this Work (and it is not deleted)."""
+    engine = make_engine(database_url, pool_size=1)
+    try:
+        async with make_sessionmaker(engine)() as session, session.begin():
+            await bind_organization(session, organization_id)
+            live = exists().where(
+                Work.id == work_id, Work.organization_id == organization_id, Work.deleted_at.is_(None)
+            )
+            return bool(await session.scalar(select(live)))
     finally:
         await engine.dispose()

@@ -25,7 +25,9 @@ from types import FrameType, TracebackType
 from typing import IO, Any, Self, TextIO
 
 from cortex_cli.restarts import RestartPolicy
+from cortex_contracts.settings_values import MAX_PORT
 from cortex_embedded_servers import EmbeddedNats, EmbeddedPostgres, free_port, port_is_free
+from cortex_gateway.listen import listen_refusal
 from cortex_gateway.settings import GatewaySettings
 from cortex_plugins.registry import PluginRegistry
 from cortex_plugins.settings import pins_in, unknown_pin_variables
@@ -461,10 +463,10 @@ def refusal(environment: Mapping[str, str]) -> str | None:
     if pins.get("vector_store") == "qdrant" and not environment.get("CORTEX_QDRANT_URL", "").strip():
         return LOCAL_QDRANT_REFUSED
     host, port = gateway_address(environment)
-    # Else the gateway fails to bind, is restarted five times, and the run ends; a port that is not a
-    # number is the gateway's own settings check to refuse.
-    if port.isdigit() and not port_is_free(host, int(port)):
-        return f"port {port} on {host} is in use: set CORTEX_GATEWAY_PORT to a free port for the gateway"
+    # Before anything starts, rather than once the gateway does; a port that is not a port number, or an
+    # empty host, is the gateway's own settings check to refuse.
+    if port.isdigit() and 1 <= int(port) <= MAX_PORT and host.strip():
+        return listen_refusal(host, int(port))
     return None
 
 

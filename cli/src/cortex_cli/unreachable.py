@@ -35,8 +35,9 @@ async def connect_nats(url: str) -> NATS:
         raise Unreachable(f"cannot reach NATS at {url} (check NATS_URL, or that `cortex run` is running)") from exc
 
 
-def database_refusal(exc: BaseException) -> str | None:
-    """What to say when `exc` means the database could not be reached or refused the login; else None."""
+def database_refusal(exc: BaseException, *, running: bool = True) -> str | None:
+    """What to say when `exc` means the database could not be reached or refused the login; else None.
+    `running`: the database may be a `cortex run`'s (not when it is `cortex run` that asks)."""
     if isinstance(exc, sqlalchemy.exc.DBAPIError):
         sqlstate = str(getattr(exc.orig, "sqlstate", "") or "")
         if not sqlstate.startswith(REFUSALS):
@@ -46,7 +47,8 @@ def database_refusal(exc: BaseException) -> str | None:
         reason = str(exc)
     else:
         return None
-    return f"cannot connect to the database: {reason} (check DATABASE_URL, or that `cortex run` is running)"
+    hint = "check DATABASE_URL, or that `cortex run` is running" if running else "check DATABASE_URL"
+    return f"cannot connect to the database: {reason} ({hint})"
 
 
 def privilege_refusal(exc: BaseException) -> str | None:

@@ -11,7 +11,7 @@ HTTP_URL = re.compile(r"^https?://[^/\s]", re.IGNORECASE)
 INT32_MAX = 2**31 - 1  # PostgreSQL's integer: a setting compared with one in SQL must fit
 
 
-def _database_url(url: str) -> str:
+def checked_database_url(url: str) -> str:
     if DATABASE_URL.match(url) is None:
         raise ValueError("must be a PostgreSQL URL, postgresql://user:password@host:port/database")
     return url
@@ -29,7 +29,17 @@ def _not_empty(secret: SecretStr) -> SecretStr:
     return secret
 
 
-DatabaseUrl = Annotated[str, AfterValidator(_database_url)]
+def _listen_host(host: str) -> str:
+    if not host.strip():  # uvicorn would listen on every interface: the API open to the network
+        raise ValueError(
+            "must not be empty: leave it unset for 127.0.0.1, or name 0.0.0.0 to listen on every interface"
+        )
+    return host
+
+
+DatabaseUrl = Annotated[str, AfterValidator(checked_database_url)]
+ListenHost = Annotated[str, AfterValidator(_listen_host)]
 HttpUrl = Annotated[str, AfterValidator(_http_url)]
 Secret = Annotated[SecretStr, AfterValidator(_not_empty)]
-Port = Annotated[int, Field(ge=1, le=65535)]
+MAX_PORT = 65535
+Port = Annotated[int, Field(ge=1, le=MAX_PORT)]

@@ -3,7 +3,6 @@ client closes for good (exit code 1, for its supervisor to restart it)."""
 
 import logging
 import signal
-import socket
 import sys
 from types import FrameType
 
@@ -12,6 +11,7 @@ from uvicorn.config import STARTUP_FAILURE
 
 from cortex_gateway.app import create_app
 from cortex_gateway.http_protocol import ProblemHttpProtocol
+from cortex_gateway.listen import listen_refusal
 from cortex_gateway.settings import GatewaySettings
 from cortex_plugins.registry import PluginRegistry
 from cortex_supervision.lifeline import watch_lifeline
@@ -29,24 +29,11 @@ def _stopped(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(0)
 
 
-def _cannot_listen(host: str, port: int) -> str | None:
-    """Why the server could not listen there (an unknown host name, an address not of this machine, a port in
-    use), found by binding as uvicorn will: a setting to fix, where uvicorn's own failure would be restarted."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as trial:
-        trial.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            trial.bind((host, port))
-        except OSError as exc:
-            return f"cannot listen on {host}:{port} (CORTEX_GATEWAY_HOST, CORTEX_GATEWAY_PORT): {exc.strerror or exc}"
-    return None
-
-
 def main() -> int:
     settings = settings_or_exit(GatewaySettings, "cortex-gateway")  # filled from the environment
     configure_logging(settings.log_level)
     refusals = PluginRegistry.from_environment().pin_refusals()  # as the indexer and aggregator refuse
-    if problem := _cannot_listen(settings.host, settings.port):
+    if problem := listen_refusal(settings.host, settings.port):
         refusals.append(problem)
     if refusals:
         log.error("cannot start: %s", "; ".join(refusals))

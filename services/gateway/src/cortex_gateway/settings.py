@@ -3,7 +3,7 @@
 from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from cortex_contracts.settings_values import DatabaseUrl, HttpUrl, Port, Secret
+from cortex_contracts.settings_values import DatabaseUrl, HttpUrl, ListenHost, Port, Secret
 from cortex_telemetry.logs import LogLevel
 from cortex_telemetry.tracing import TraceExporter
 
@@ -28,7 +28,7 @@ class GatewaySettings(BaseSettings):
     max_body_bytes: int = Field(default=4 * 1024 * 1024, gt=0, description="Larger request bodies get 413.")
     rate_limit_per_minute: int = Field(default=600, ge=1, description="Requests per token per minute (per copy).")
     rate_limit_burst: int = Field(default=60, ge=1, description="Requests a token may make at once.")
-    host: str = "127.0.0.1"
+    host: ListenHost = "127.0.0.1"
     port: Port = 8080
     rpc_timeout_seconds: float = Field(default=5.0, gt=0, description="How long to wait for the aggregator.")
     wait_timeout_seconds: float = Field(default=30.0, gt=0, description="Longest `?wait=true` for indexing.")
