@@ -15,7 +15,7 @@ from cortex_contracts.catalog import CatalogEntity
 from cortex_contracts.rpc import FacetsRequest, FeedFilters
 from cortex_store.database import make_engine, make_sessionmaker
 from tests.catalog_events import publish_catalog
-from tests.conftest import Org
+from tests.conftest import Org, OrgFactory
 from tests.events import IndexedWatcher, delete_event, publish_delete, publish_upsert, upsert_event
 from tests.infrastructure import Infrastructure
 
@@ -318,6 +318,10 @@ async def test_every_value_of_a_facet_pages_in_the_overviews_order_with_its_coun
     assert joined(paged) == [("shared", 5), ("pair", 2), *((tag, 1) for tag in every)]
     overview = (await org.member.get("/api/memory/facets")).json()["tag"]
     assert [(v["value"], v["count"]) for v in overview] == joined(paged)[:100]
+    # A selected value ranked past the 100 still shows its count (QA 39: it showed 0).
+    last = every[-1]
+    selected = (await org.member.get("/api/memory/facets", params={"tag": last})).json()["tag"]
+    assert [(v["value"], v["count"]) for v in selected] == [*joined(paged)[:100], (last, 1)]
 
     # The same disjunctive counts as the overview: other facets' filters count, the tag's own does not.
     specs = joined(await pages(1000, type="spec", tag="pair"))
@@ -338,3 +342,49 @@ async def test_every_value_of_a_facet_pages_in_the_overviews_order_with_its_coun
     assert (await org.member.get("/api/memory/facets/colour")).status_code == 422
     mission = (await org.member.get("/api/memory/facets/mission")).json()
     assert mission == {"facet": "mission", "values": []}  # the organization has no Missions
+
+
+async def test_facet_values_tie_by_the_label_shown_and_long_labels_page_on(
+    make_org: OrgFactory, js: JetStreamContext, nats_client: NATS
+) -> None:
+    """QA 39: `Zebra` came before `report` (shown as "Report"), and a cursor after a Work title of 300 CJK
+    characters was longer than the endpoint took back."""
+    org = await make_org()
+    long_work, short_work = uuid.uuid4(), uuid.uuid4()
+    await publish_catalog(js, org.id, CatalogEntity.WORK, {"workId": str(long_work), "title": "日" * 300, "version": 1})
+    await publish_catalog(js, org.id, CatalogEntity.WORK, {"workId": str(short_work), "title": "W", "version": 1})
+    docs = [
+        (uuid.uuid4(), "Zebra", long_work, ["🎉" * 64]),
+        (uuid.uuid4(), "report", long_work, ["🎉" * 64]),
+        (uuid.uuid4(), "report", short_work, ["zz"]),
+        (uuid.uuid4(), "Zebra", short_work, ["zz" + "🎉" * 62]),
+    ]
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+    for doc_id, doc_class, work, tags in docs:
+        event = upsert_event(
+            org.id, doc_id, title="N", body="B.", version=1, docClass=doc_class, workId=str(work), tags=tags
+        )
+        await publish_upsert(js, event)
+    for doc_id, *_ in docs:
+        await watcher.wait_for(doc_id, 1)
+    await watcher.stop()
+
+    types = (await org.member.get("/api/memory/facets")).json()["type"]
+    assert [(v["label"], v["count"]) for v in types] == [("Report", 2), ("Zebra", 2)]
+
+    async def one_by_one(facet: str) -> list[str]:
+        labels, cursor = [], None
+        async with asyncio.timeout(30):
+            while True:
+                params = {"limit": "1", **({"cursor": cursor} if cursor else {})}
+                response = await org.member.get(f"/api/memory/facets/{facet}", params=params)
+                assert response.status_code == 200, response.text
+                labels += [v["label"] for v in response.json()["values"]]
+                if (cursor := response.json().get("nextCursor")) is None:
+                    return labels
+
+    assert await one_by_one("type") == ["Report", "Zebra"]
+    async with asyncio.timeout(30):  # the catalog is a read copy: it follows the events
+        while await one_by_one("work") != ["W", "日" * 300]:
+            await asyncio.sleep(0.2)
+    assert await one_by_one("tag") == ["🎉" * 64, "zz", "zz" + "🎉" * 62]

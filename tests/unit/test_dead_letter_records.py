@@ -79,6 +79,17 @@ def test_the_listing_names_the_file_or_document_a_letter_is_about() -> None:
     assert f"  {SUBJECT}  -  poison message" in cut
 
 
+def test_names_that_differ_only_in_spaces_list_apart_and_a_long_one_says_it_was_cut() -> None:
+    """QA 39: NEL, a no-break space and a double space each printed as one plain space."""
+    names = ["a  b.txt", "a\u00a0b.txt", "a\x85b.txt", "a\u2028b.txt", "a\u3000b.txt", "a b.txt"]
+    shown = [listed({"data": {"filename": name}}).split("  file ")[1].split("  poison")[0] for name in names]
+    assert len(set(shown)) == len(names), shown
+    assert shown[0] == '"a  b.txt"'
+    assert shown[2] == '"a\\x85b.txt"'
+    long_name = "L" * 200 + ".pdf"
+    assert f'  file "{"L" * 120}"…  poison message' in listed({"data": {"filename": long_name}})
+
+
 def test_the_listing_shows_control_characters_escaped_not_to_the_terminal() -> None:
     """A file name is the uploader's: an escape sequence in it must not reach the operator's terminal."""
     line = listed({"data": {"filename": "a\x1b[2J\u202ebad.pdf\nb"}})

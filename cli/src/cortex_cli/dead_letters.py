@@ -11,6 +11,7 @@ once). A letter that holds only the start of its event (cut to fit the DLQ) is n
 import base64
 import binascii
 import json
+import re
 import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -155,6 +156,15 @@ async def replay_letters(
     return found
 
 
+ABOUT_CHARS = 120
+ASCII_SPACES = re.compile(r"[ \t\r\n\f\v]+")
+
+
+def _quoted(name: str) -> str:
+    """A name as JSON quotes it, cut at ABOUT_CHARS with an ellipsis outside the quotes when longer."""
+    return json.dumps(name[:ABOUT_CHARS], ensure_ascii=False) + ("…" if len(name) > ABOUT_CHARS else "")
+
+
 def about(letter: Letter) -> str:
     """What the event is about, as an operator looks for it: the file of an upload, else the document or
     entry it names, else the CloudEvent's `subject`; `-` when the payload says none of it (or is cut, or not
@@ -170,16 +180,16 @@ def about(letter: Letter) -> str:
         data = {}
     for key, label in (("filename", "file"), ("documentId", "document"), ("entryId", "entry")):
         if isinstance(data.get(key), str) and data[key]:
-            return f"{label} {json.dumps(data[key][:120], ensure_ascii=False)}"
+            return f"{label} {_quoted(data[key])}"
     subject = event.get("subject")
-    return f"subject {json.dumps(subject[:120], ensure_ascii=False)}" if isinstance(subject, str) and subject else "-"
+    return f"subject {_quoted(subject)}" if isinstance(subject, str) and subject else "-"
 
 
 def printable(text: str) -> str:
-    """Untrusted text (an event's file name, an error quoting it) as one line a terminal shows as it is:
-    white space runs as one space, other control characters (an escape sequence) escaped."""
-    joined = " ".join(text.split())
-    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode() for c in joined)
+    """Untrusted text (an event's file name, an error quoting it) as a terminal shows it: every character
+    but a printable one or a plain space escaped (control characters, an escape sequence, NEL, a no-break
+    or other Unicode space), so that two names that print alike are alike."""
+    return "".join(c if c == " " or c.isprintable() else c.encode("unicode_escape").decode() for c in text)
 
 
 def render(letters: list[Letter]) -> str:
@@ -188,6 +198,7 @@ def render(letters: list[Letter]) -> str:
     lines = []
     for letter in letters:
         when = letter.time.isoformat(timespec="seconds") if letter.time else "-"
-        fields = (letter.subject, about(letter), f"{letter.reason}: {letter.error[:160]}")
+        error = ASCII_SPACES.sub(" ", letter.error).strip()[:160]  # on one line; other spaces are escaped
+        fields = (letter.subject, about(letter), f"{letter.reason}: {error}")
         lines.append("  ".join((f"{letter.sequence:>8}", when, *map(printable, fields))))
     return "\n".join(lines)

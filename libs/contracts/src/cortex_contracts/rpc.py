@@ -100,6 +100,9 @@ class FacetName(StrEnum):
 
 
 MAX_FACET_PAGE = 1000
+# A facet page's cursor carries its last value and label: up to 300 characters of a Work title, each
+# up to 6 bytes as JSON, in base64.
+MAX_FACET_CURSOR = 4096
 
 
 class FacetValuesRequest(WireModel):
@@ -112,12 +115,14 @@ class FacetValuesRequest(WireModel):
     )
     filters: FeedFilters = Field(default_factory=FeedFilters)
     limit: int = Field(default=100, ge=1, le=MAX_FACET_PAGE, description="Page size.")
-    cursor: str | None = Field(default=None, max_length=2000, description="Opaque cursor from a previous page.")
+    cursor: str | None = Field(
+        default=None, max_length=MAX_FACET_CURSOR, description="Opaque cursor from a previous page."
+    )
 
 
 class FacetPage(WireModel):
     facet: FacetName
-    values: list[FacetValue] = Field(description="Largest count first (ties by label, then value); no zero counts.")
+    values: list[FacetValue] = Field(description="Largest count first (ties by the label shown, then value); no zero counts.")
     next_cursor: str | None = Field(default=None, description="Cursor for the next page; absent from the last page.")
 
 

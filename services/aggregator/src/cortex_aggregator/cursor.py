@@ -27,7 +27,9 @@ class CursorCodec:
         return base64.urlsafe_b64encode(hmac.digest(self._key, body, "sha256")[:16]).decode().rstrip("=")
 
     def encode(self, state: dict[str, Any]) -> str:
-        body = base64.urlsafe_b64encode(json.dumps(state, separators=(",", ":")).encode()).decode().rstrip("=")
+        # UTF-8, not \u escapes: a facet page's cursor carries a label, which may be 300 characters of CJK.
+        text = json.dumps(state, separators=(",", ":"), ensure_ascii=False)
+        body = base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
         return f"{body}.{self._mac(body.encode())}"
 
     def decode(self, cursor: str) -> dict[str, Any]:

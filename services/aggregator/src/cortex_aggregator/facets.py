@@ -41,35 +41,46 @@ def _chip(value: str, label: str, count: int) -> FacetValue:
     return FacetValue.model_construct(value=value, label=label, count=count)
 
 
-def _order(counted: tuple[str, str | None, int]) -> tuple[int, str, str]:
-    """Largest count first, ties by label, then value."""
-    value, label, n = counted
-    return -n, label or "", value
+Ranked = tuple[str, str, int]  # value, the label shown, count
 
 
-def _shown(counted: Counted) -> list[FacetValue]:
-    ranked = sorted(counted.values, key=_order)[:MAX_VALUES]
-    return [_chip(value, _label(counted.facet, value, label), n) for value, label, n in ranked]
+def _order(ranked: Ranked) -> tuple[int, str, str]:
+    """Largest count first, ties by the label shown, then value."""
+    value, label, n = ranked
+    return -n, label, value
 
 
-def _with_selected(index: OrgIndex, request: FacetsRequest, found: dict[str, list[FacetValue]]) -> None:
-    """A selected value stays visible as a chip even when nothing matches it any more."""
-    for facet, selected in active_values(request.filters).items():
-        if facet not in found:
+def _ranked(counted: Counted) -> list[Ranked]:
+    """Every value with a count, in the order shown (chips are made only for those shown: an organization
+    may have thousands of tags)."""
+    facet = counted.facet
+    return sorted(((value, _label(facet, value, label), n) for value, label, n in counted.values), key=_order)
+
+
+def _shown(index: OrgIndex, facet: str, ranked: list[Ranked], selected: list[str]) -> list[FacetValue]:
+    """The first 100, then each selected value not among them: with its count (it ranks further down), or as
+    a chip with count 0 when nothing matches it any more."""
+    shown = [_chip(*value) for value in ranked[:MAX_VALUES]]
+    seen = {chip.value for chip in shown}
+    further = {value[0]: value for value in ranked[MAX_VALUES:]} if set(selected) - seen else {}
+    for value in dict.fromkeys(v for v in selected if v not in seen):
+        if value in further:
+            shown.append(_chip(*further[value]))
             continue
-        seen = {v.value for v in found[facet]}
-        for value in dict.fromkeys(v for v in selected if v not in seen):
-            name = index.catalog.label(facet, uuid.UUID(value)) if facet in CATALOG_FACETS else None
-            found[facet].append(_chip(value, _label(facet, value, name), 0))
+        name = index.catalog.label(facet, uuid.UUID(value)) if facet in CATALOG_FACETS else None
+        shown.append(_chip(value, _label(facet, value, name), 0))
+    return shown
 
 
 def counted(index: OrgIndex, request: FacetsRequest, within: Mask | None) -> dict[str, list[FacetValue]]:
     """`within`: the slots of the documents `request.q` matches, the only ones counted; None without a `q`."""
     catalog = index.catalog
     facets = [f for f in FACETS if (f != "mission" or catalog.has_missions) and (f != "team" or catalog.has_teams)]
-    found = {facet: _shown(counts) for facet, counts in index.count(request.filters, facets, within).items()}
-    _with_selected(index, request, found)
-    return found
+    selected = active_values(request.filters)
+    return {
+        facet: _shown(index, facet, _ranked(counts), selected.get(facet, []))
+        for facet, counts in index.count(request.filters, facets, within).items()
+    }
 
 
 Counts = TypeVar("Counts")
@@ -133,19 +144,17 @@ async def facet_values(
     after = _after(cursors, request)
     facet = request.facet.value
 
-    def one_facet(index: OrgIndex, within: Mask | None) -> list[tuple[str, str | None, int]]:
+    def one_facet(index: OrgIndex, within: Mask | None) -> list[Ranked]:
         catalog = index.catalog
         if (facet == "mission" and not catalog.has_missions) or (facet == "team" and not catalog.has_teams):
             return []
-        return index.count(request.filters, [facet], within)[facet].values
+        return _ranked(index.count(request.filters, [facet], within)[facet])
 
-    values = sorted(await _count(indexes, lexical, request, one_facet), key=_order)
+    values = await _count(indexes, lexical, request, one_facet)
     if after is not None:
         values = [v for v in values if _order(v) > after]
     page = values[: request.limit]
     next_cursor = None
     if len(values) > request.limit:
-        state = {"k": _query_key(request), "after": list(_order(page[-1]))}
-        next_cursor = cursors.encode(state)
-    chips = [_chip(value, _label(facet, value, label), n) for value, label, n in page]
-    return FacetPage(facet=request.facet, values=chips, next_cursor=next_cursor)
+        next_cursor = cursors.encode({"k": _query_key(request), "after": list(_order(page[-1]))})
+    return FacetPage(facet=request.facet, values=[_chip(*value) for value in page], next_cursor=next_cursor)

@@ -13,6 +13,7 @@ from cortex_contracts import subjects
 from cortex_contracts.base import NO_NUL
 from cortex_contracts.memory_item import ItemStatus
 from cortex_contracts.rpc import (
+    MAX_FACET_CURSOR,
     MAX_FACET_PAGE,
     MAX_FEED_LIMIT,
     MAX_FILTER_VALUES,
@@ -139,7 +140,9 @@ async def get_facet_values(
         Query(max_length=MAX_QUERY_CHARS, pattern=NO_NUL, description="As for `/facets`: count only its documents."),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_FACET_PAGE, description="Page size.")] = 100,
-    cursor: Annotated[str | None, Query(max_length=2000, description="`nextCursor` of the previous page.")] = None,
+    cursor: Annotated[
+        str | None, Query(max_length=MAX_FACET_CURSOR, description="`nextCursor` of the previous page.")
+    ] = None,
 ) -> Response:
     """The values `/facets` cuts at its 100 largest, in its order (largest count first), with the same
     disjunctive counts."""
