@@ -175,6 +175,11 @@ async def test_an_entry_without_a_tier_takes_the_narrowest_scope_it_names(
                 await asyncio.sleep(0.2)
         assert response.status_code == 201, response.text
 
+    no_session = {"content": "Kettles descale yearly", "tier": "session", "memorySessionId": " "}
+    refused = await org.member.post("/api/memory/entries", json=no_session)
+    assert refused.status_code == 422, refused.text  # before: stored, and found by no session's recall
+    assert "tier `session` needs a memorySessionId" in refused.json()["errors"][0]["msg"]
+
     recalled = await org.member.get("/api/memory/recall", params={"q": "kettles descale", "limit": 10})
     assert sorted((item["tier"], item["content"]) for item in recalled.json()["items"]) == sorted(
         (tier, f"Kettles descale monthly ({tier})") for tier in scopes

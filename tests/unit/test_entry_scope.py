@@ -21,9 +21,17 @@ def test_a_work_tier_entry_without_a_work_is_refused() -> None:
         EntryRemembered.model_validate(remembered(tier="work"))
 
 
-@pytest.mark.parametrize("tier", ["session", "org", "global"])
-def test_other_tiers_need_no_work(tier: str) -> None:
-    assert EntryRemembered.model_validate(remembered(tier=tier)).work_id is None
+def test_a_session_tier_entry_without_a_session_is_refused() -> None:
+    """QA 39: stored, and found by no recall scoped to a session."""
+    for blank in ({}, {"memorySessionId": ""}, {"memorySessionId": "  "}):
+        with pytest.raises(ValidationError, match="tier `session` needs a memorySessionId"):
+            EntryRemembered.model_validate(remembered(tier="session", **blank))
+
+
+@pytest.mark.parametrize("tier", ["org", "global"])
+def test_other_tiers_need_no_work_or_session(tier: str) -> None:
+    entry = EntryRemembered.model_validate(remembered(tier=tier))
+    assert (entry.work_id, entry.memory_session_id) == (None, None)
 
 
 def test_a_work_tier_entry_names_its_work() -> None:

@@ -64,10 +64,13 @@ EntryContent = Annotated[
 ]
 
 
-def check_work_tier(tier: MemoryTier, work_id: UUID | None) -> None:
-    """A Work-tier entry belongs to a Work: it names one."""
+def check_tier_scope(tier: MemoryTier, work_id: UUID | None, memory_session_id: str | None) -> None:
+    """A Work-tier entry belongs to a Work, a session-tier one to a session: it names it (else no recall
+    scoped to one could ever find it)."""
     if tier is MemoryTier.WORK and work_id is None:
         raise ValueError("tier `work` needs a workId")
+    if tier is MemoryTier.SESSION and memory_session_id is None:
+        raise ValueError("tier `session` needs a memorySessionId")
 
 
 def derive_entry_id(
@@ -111,8 +114,8 @@ class EntryRemembered(WireModel):
     remembered_at: datetime | None = None
 
     @model_validator(mode="after")
-    def _work_tier_names_a_work(self) -> "EntryRemembered":
-        check_work_tier(self.tier, self.work_id)
+    def _tier_names_its_scope(self) -> "EntryRemembered":
+        check_tier_scope(self.tier, self.work_id, self.memory_session_id)
         return self
 
     @model_validator(mode="after")

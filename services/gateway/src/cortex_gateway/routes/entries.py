@@ -27,7 +27,7 @@ from cortex_contracts.memory import (
     Recalled,
     RecallRequest,
     ScopeName,
-    check_work_tier,
+    check_tier_scope,
     derive_entry_id,
 )
 from cortex_contracts.rpc import AgentMemoriesReply, RecallReply
@@ -64,8 +64,8 @@ class EntryCreate(BaseModel):
     metadata: JsonMetadata | None = None
 
     @model_validator(mode="after")
-    def _work_tier_names_a_work(self) -> "EntryCreate":
-        check_work_tier(self.scope_tier, self.work_id)
+    def _tier_names_its_scope(self) -> "EntryCreate":
+        check_tier_scope(self.scope_tier, self.work_id, self.memory_session_id)
         return self
 
     @property
