@@ -122,7 +122,9 @@ class FacetValuesRequest(WireModel):
 
 class FacetPage(WireModel):
     facet: FacetName
-    values: list[FacetValue] = Field(description="Largest count first (ties by the label shown, then value); no zero counts.")
+    values: list[FacetValue] = Field(
+        description="Largest count first (ties by the label shown, then value); no zero counts."
+    )
     next_cursor: str | None = Field(default=None, description="Cursor for the next page; absent from the last page.")
 
 
