@@ -72,10 +72,15 @@ def _shown(index: OrgIndex, facet: str, ranked: list[Ranked], selected: list[str
     return shown
 
 
+def _offered(index: OrgIndex, facet: str) -> bool:
+    """Missions and Teams are facets once the organization has any."""
+    catalog = index.catalog
+    return (facet != "mission" or catalog.has_missions) and (facet != "team" or catalog.has_teams)
+
+
 def counted(index: OrgIndex, request: FacetsRequest, within: Mask | None) -> dict[str, list[FacetValue]]:
     """`within`: the slots of the documents `request.q` matches, the only ones counted; None without a `q`."""
-    catalog = index.catalog
-    facets = [f for f in FACETS if (f != "mission" or catalog.has_missions) and (f != "team" or catalog.has_teams)]
+    facets = [facet for facet in FACETS if _offered(index, facet)]
     selected = active_values(request.filters)
     return {
         facet: _shown(index, facet, _ranked(counts), selected.get(facet, []))
@@ -145,8 +150,7 @@ async def facet_values(
     facet = request.facet.value
 
     def one_facet(index: OrgIndex, within: Mask | None) -> list[Ranked]:
-        catalog = index.catalog
-        if (facet == "mission" and not catalog.has_missions) or (facet == "team" and not catalog.has_teams):
+        if not _offered(index, facet):
             return []
         return _ranked(index.count(request.filters, [facet], within)[facet])
 
