@@ -32,6 +32,7 @@ BASE = {"DATABASE_URL": "postgresql://cortex@127.0.0.1/cortex", "CORTEX_SECRET":
         (AggregatorSettings, "CORTEX_AGGREGATOR_LEXICAL_WEIGHT", "inf", "finite number"),  # before: score null
         (AggregatorSettings, "CORTEX_AGGREGATOR_EXACT_SCAN_MAX_CHUNKS", "99999999999999999999", "less than or"),
         (AggregatorSettings, "CORTEX_SECRET", "", "must not be empty"),
+        (AggregatorSettings, "CORTEX_SECRET", " \t", "must not be empty"),  # before: refused by the CLI only
         (PgVectorSettings, "CORTEX_PGVECTOR_EXACT_SCAN_MAX_CHUNKS", "3000000000", "less than or equal to"),
         (HttpRerankerSettings, "CORTEX_RERANKER_BASE_URL", "localhost:7997/v1", "http:// or https:// URL"),
         (Mem0Settings, "CORTEX_MEM0_URL", "mem0.internal:8000", "http:// or https:// URL"),

@@ -24,7 +24,7 @@ def _http_url(url: str) -> str:
 
 
 def _not_empty(secret: SecretStr) -> SecretStr:
-    if not secret.get_secret_value():
+    if not secret.get_secret_value().strip():  # as the CLI refuses it: spaces are a template's blank, not a key
         raise ValueError("must not be empty")
     return secret
 
