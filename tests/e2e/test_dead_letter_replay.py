@@ -3,6 +3,7 @@ uploaded late, an organization created late), sends them again; the events are i
 gone, and another organization's stay where they are."""
 
 import asyncio
+import json
 import os
 import signal
 import uuid
@@ -51,6 +52,11 @@ async def test_letters_are_listed_and_replayed_once_the_cause_is_fixed(
     assert subject == subjects.kb_document_upserted(org.id)
     assert about == f'document "{document}"'
     assert reason == f"poison message: body object {bucket}/{org.id}/b not found"
+    assert await cli(migrated, ["dlq", "list", "--org", org.slug, "--json"]) == 0
+    (listed,) = map(json.loads, capsys.readouterr().out.splitlines())
+    assert (str(listed["sequence"]), listed["subject"]) == (number.strip(), subject)
+    assert listed["about"] == {"kind": "document", "name": str(document)}
+    assert json.loads(listed["payload"])["data"]["bodyRef"]["bucket"] == bucket
 
     assert await cli(migrated, ["dlq", "replay", "--org", org.slug]) == 2  # neither numbers nor --all
     assert await cli(migrated, ["dlq", "replay", "--org", org.slug, "999999"]) == 1

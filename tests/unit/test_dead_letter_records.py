@@ -1,6 +1,7 @@
 """`cortex dlq` reads a letter back as the event it was: its own subject, headers and exact bytes. A letter
 always fits in one NATS message, and is filed under its organization's id as `cortex dlq` looks for it."""
 
+import base64
 import json
 import uuid
 from datetime import UTC, datetime
@@ -11,7 +12,7 @@ import pytest
 from nats.js import JetStreamContext
 from nats.js.api import RawStreamMsg
 
-from cortex_cli.dead_letters import letter_from, render
+from cortex_cli.dead_letters import letter_from, render, render_json
 from cortex_messaging.dead_letter import DeadLetter, send_dead_letter
 from cortex_messaging.publisher import MessageTooLarge, message_bytes
 
@@ -95,6 +96,30 @@ def test_the_listing_shows_control_characters_escaped_not_to_the_terminal() -> N
     line = listed({"data": {"filename": "a\x1b[2J\u202ebad.pdf\nb"}})
     assert "\x1b" not in line and "\u202e" not in line and "\n" not in line
     assert 'file "a\\u001b[2J\\u202ebad.pdf\\nb"' in line
+
+
+def test_the_json_listing_gives_scripts_every_field_whole() -> None:
+    upload = {"data": {"filename": "a\x1b[2J  b.pdf", "documentId": "d1"}}
+    error = "x" * 300  # the text listing cuts it at 160
+    record = DeadLetter(SUBJECT, "indexer-kb", "poison message", error, 1, HEADERS, json.dumps(upload).encode())
+    binary = dead_letter(b"\xff\xfe not UTF-8")
+    first, second = render_json([letter_from(stored(record.record())), letter_from(stored(binary.record()))]).split(
+        "\n"
+    )
+
+    listed = json.loads(first)
+    assert listed["about"] == {"kind": "file", "name": "a\x1b[2J  b.pdf"}
+    assert (listed["sequence"], listed["subject"], listed["error"]) == (42, SUBJECT, error)
+    assert listed["time"] == "2026-12-02T00:00:00+00:00"
+    assert listed["headers"] == HEADERS
+    assert json.loads(listed["payload"]) == upload
+    assert (listed["payloadEncoding"], listed["payloadCutFrom"]) == ("utf-8", None)
+    assert "\x1b" not in first  # JSON escapes it: the terminal never sees it
+    other = json.loads(second)
+    assert other["about"] is None
+    assert base64.b64decode(other["payload"]) == b"\xff\xfe not UTF-8"
+    assert other["payloadEncoding"] == "base64"
+    assert render_json([]) == ""
 
 
 async def test_text_is_not_escaped_into_a_larger_letter() -> None:

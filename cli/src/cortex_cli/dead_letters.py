@@ -165,24 +165,30 @@ def _quoted(name: str) -> str:
     return json.dumps(name[:ABOUT_CHARS], ensure_ascii=False) + ("…" if len(name) > ABOUT_CHARS else "")
 
 
-def about(letter: Letter) -> str:
+def named(letter: Letter) -> tuple[str, str] | None:
     """What the event is about, as an operator looks for it: the file of an upload, else the document or
-    entry it names, else the CloudEvent's `subject`; `-` when the payload says none of it (or is cut, or not
-    an event at all)."""
+    entry it names, else the CloudEvent's `subject` — as (kind, name); None when the payload says none of it
+    (or is cut, or not an event at all)."""
     try:
         event = json.loads(letter.payload)
     except ValueError:
-        return "-"
+        return None
     if not isinstance(event, dict):
-        return "-"
+        return None
     data = event.get("data")
     if not isinstance(data, dict):
         data = {}
-    for key, label in (("filename", "file"), ("documentId", "document"), ("entryId", "entry")):
+    for key, kind in (("filename", "file"), ("documentId", "document"), ("entryId", "entry")):
         if isinstance(data.get(key), str) and data[key]:
-            return f"{label} {_quoted(data[key])}"
+            return kind, data[key]
     subject = event.get("subject")
-    return f"subject {_quoted(subject)}" if isinstance(subject, str) and subject else "-"
+    return ("subject", subject) if isinstance(subject, str) and subject else None
+
+
+def about(letter: Letter) -> str:
+    """`named` on one line: `file "Q3 plan.pdf"`, or `-`."""
+    what = named(letter)
+    return f"{what[0]} {_quoted(what[1])}" if what else "-"
 
 
 def printable(text: str) -> str:
@@ -202,3 +208,29 @@ def render(letters: list[Letter]) -> str:
         fields = (letter.subject, about(letter), f"{letter.reason}: {error}")
         lines.append("  ".join((f"{letter.sequence:>8}", when, *map(printable, fields))))
     return "\n".join(lines)
+
+
+def render_json(letters: list[Letter]) -> str:
+    """JSON Lines, one object a letter, for scripts: every field whole (the error not cut, nothing escaped
+    but as JSON escapes it), the payload as UTF-8 text or, when it is not, base64 — as the DLQ stores it."""
+    return "\n".join(json.dumps(_as_json(letter), ensure_ascii=False) for letter in letters)
+
+
+def _as_json(letter: Letter) -> dict[str, object]:
+    what = named(letter)
+    try:
+        payload, encoding = letter.payload.decode(), "utf-8"
+    except UnicodeDecodeError:
+        payload, encoding = base64.b64encode(letter.payload).decode(), "base64"
+    return {
+        "sequence": letter.sequence,
+        "time": letter.time.isoformat() if letter.time else None,
+        "subject": letter.subject,
+        "about": {"kind": what[0], "name": what[1]} if what else None,
+        "reason": letter.reason,
+        "error": letter.error,
+        "headers": letter.headers,
+        "payload": payload,
+        "payloadEncoding": encoding,
+        "payloadCutFrom": letter.cut_from,
+    }

@@ -223,14 +223,20 @@ def _dlq(args: argparse.Namespace) -> int:
         print(f"error: name the letters to replay (their numbers, from `cortex dlq list`), {which}", file=sys.stderr)
         return 2
     where = config.endpoints()
-    if args.dlq_command == "list" and args.unowned:
-        known = asyncio.run(organization_ids(where.database_url))
-        print(dead_letters.render(asyncio.run(dead_letters.list_unowned_letters(where.nats_url, known))))
+    if args.dlq_command == "list":
+        if args.unowned:
+            known = asyncio.run(organization_ids(where.database_url))
+            letters = asyncio.run(dead_letters.list_unowned_letters(where.nats_url, known))
+        else:
+            org = asyncio.run(organization_id(where.database_url, args.org))
+            letters = asyncio.run(dead_letters.list_letters(where.nats_url, org))
+        if args.json:
+            if letters:  # none: no line at all, as `jq` and `wc -l` expect of an empty listing
+                print(dead_letters.render_json(letters))
+        else:
+            print(dead_letters.render(letters))
         return 0
     org = asyncio.run(organization_id(where.database_url, args.org))
-    if args.dlq_command == "list":
-        print(dead_letters.render(asyncio.run(dead_letters.list_letters(where.nats_url, org))))
-        return 0
     chosen = None if args.all else set(args.sequences)
     found = asyncio.run(dead_letters.replay_letters(where.nats_url, org, chosen, _replayed))
     missing = sorted((chosen or set()) - {letter.sequence for letter in found})
@@ -344,6 +350,9 @@ def parser() -> argparse.ArgumentParser:
     whose.add_argument("--org", type=_text(SLUG_CHARS), help="organization slug")
     whose.add_argument(
         "--unowned", action="store_true", help="letters whose subject names no organization of this deployment"
+    )
+    dlq_list.add_argument(
+        "--json", action="store_true", help="JSON Lines, one object a letter, every field whole (for scripts)"
     )
     replay = dlq.add_parser(
         "replay", help="publish the events again (once their cause is fixed), then drop the letters"
