@@ -12,9 +12,11 @@ from typing import Any
 import pytest
 from nats.js import JetStreamContext
 
-from cortex_contracts.memory import MemoryPartition
+from cortex_contracts import subjects
+from cortex_contracts.memory import MAX_ENTRY_CHARS, MemoryPartition
 from cortex_gateway.auth import Caller
 from cortex_gateway.routes.entries import EntryCreate, entry_id
+from cortex_messaging.publisher import publish_event
 from cortex_store.models import MemberRole
 from tests.conftest import OrgFactory
 from tests.dlq import read_dead_letters
@@ -170,3 +172,43 @@ async def test_fields_in_snake_case_are_refused_over_http_and_dead_lettered_as_e
 
     (letter,) = await read_dead_letters(js, org.id, 1, stream="memory")
     assert "organizationId" in letter.record["error"]
+
+
+async def test_events_on_memory_subjects_no_handler_knows_are_dead_lettered(
+    make_org: OrgFactory, js: JetStreamContext
+) -> None:
+    """QA 41: the MEMORY stream takes `memory.>` but the indexer read only `memory.*.entry.remembered`: an
+    event on any other subject (a publisher's typo, an action not built) was acknowledged and lost."""
+    org = await make_org()
+    event = remembered_event(org.id, "Typo in the subject", partition=MemoryPartition.SEMANTIC)
+    forgotten = event.model_copy(update={"type": "memory.entry.forgotten", "id": str(uuid.uuid4())})
+
+    await publish_event(js, f"{subjects.memory_entry_remembered(org.id)}.v2", event)
+    await publish_event(js, f"memory.{org.id}.entry.forgotten", forgotten)
+
+    letters = await read_dead_letters(js, org.id, 2, stream="memory")
+    assert sorted(letter.record["error"] for letter in letters) == [
+        f"event type 'memory.entry.remembered' does not match its subject 'memory.{org.id}.entry.remembered.v2'",
+        f"unknown event 'entry.forgotten' on memory.{org.id}.entry.forgotten",
+    ]
+
+
+async def test_content_that_grows_past_the_limit_in_nfc_is_refused_by_both_paths(
+    make_org: OrgFactory, js: JetStreamContext
+) -> None:
+    """QA 41: the limit was checked before NFC. U+0958 is two characters in NFC: 4,097 of them (8,194 stored)
+    answered 500 over HTTP, and 8,192 of them as an event were stored at 16,384 characters."""
+    org = await make_org()
+    grows = "\u0958" * (MAX_ENTRY_CHARS // 2 + 1)
+    response = await org.member.post("/api/memory/entries", json={"content": grows, "tier": "org"})
+    assert response.status_code == 422, response.text
+    assert "over 8192 characters in Unicode NFC" in response.json()["errors"][0]["msg"]
+
+    event = remembered_event(org.id, "placeholder", partition=MemoryPartition.SEMANTIC)
+    await publish_remembered(js, event.model_copy(update={"data": {**event.data, "content": grows}}))
+    (letter,) = await read_dead_letters(js, org.id, 1, stream="memory")
+    assert "over 8192 characters in Unicode NFC" in letter.record["error"]
+
+    fits = "\u0958" * (MAX_ENTRY_CHARS // 2)  # 8,192 in NFC: still taken
+    response = await org.member.post("/api/memory/entries", params={"wait": "true"}, json={"content": fits})
+    assert response.status_code == 201, response.text

@@ -52,7 +52,10 @@ def _has_text(content: str) -> str:
 def _nfc(content: str) -> str:
     """One spelling of what reads the same: "café" typed with é or with e + U+0301 is one memory, with one
     id (QA 36: two entries). Only canonical equivalents are folded: case and white space are kept."""
-    return unicodedata.normalize("NFC", content)
+    folded = unicodedata.normalize("NFC", content)
+    if len(folded) > MAX_ENTRY_CHARS:  # some characters grow in NFC (U+0958 is two): the limit holds as stored
+        raise ValueError(f"content is over {MAX_ENTRY_CHARS} characters in Unicode NFC ({len(folded)})")
+    return folded
 
 
 # What an entry remembers, as an event carries it and as POST /entries takes it: stored and hashed in NFC.

@@ -27,7 +27,7 @@ RPC_AGGREGATOR_ITEM = "rpc.aggregator.item"
 RPC_AGGREGATOR_RECALL = "rpc.aggregator.recall"
 RPC_AGGREGATOR_AGENT_MEMORIES = "rpc.aggregator.agent_memories"
 
-MEMORY_REMEMBERED_ALL = "memory.*.entry.remembered"
+MEMORY_ALL = "memory.>"  # all of it, so that an event on a subject no handler knows is dead-lettered, not left
 ENTRY_REMEMBERED = "entry.remembered"
 
 CATALOG_ALL = "catalog.>"

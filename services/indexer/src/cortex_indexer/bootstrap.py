@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from nats.errors import ConnectionClosedError
 
-from cortex_contracts.subjects import CATALOG_ALL, KB_ALL, MEMORY_REMEMBERED_ALL, STREAM_KB, STREAM_MEMORY
+from cortex_contracts.subjects import CATALOG_ALL, KB_ALL, MEMORY_ALL, STREAM_KB, STREAM_MEMORY
 from cortex_contracts.vector_store import VectorStore
 from cortex_embedding import openai_compatible
 from cortex_embedding.batcher import BatchingEmbedder
@@ -108,7 +108,7 @@ class Indexer:
             memory = ConsumerSpec(
                 stream=STREAM_MEMORY,
                 durable=MEMORY_CONSUMER,
-                filter_subjects=(MEMORY_REMEMBERED_ALL,),
+                filter_subjects=(MEMORY_ALL,),
                 max_deliver=settings.max_deliver,
                 concurrency=settings.concurrency,
                 batch=settings.concurrency * 2,

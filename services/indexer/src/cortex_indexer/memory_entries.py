@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from pydantic import ValidationError
 from sqlalchemy import text
 
+from cortex_contracts import subjects
 from cortex_contracts.memory import EntryRemembered
 from cortex_embedding.errors import EmbeddingError
 from cortex_indexer import embedding_space, repository
@@ -59,6 +60,8 @@ async def _embed(ctx: IndexingContext, source_text: str) -> list[float] | None:
 def make_memory_handler(ctx: IndexingContext) -> Callable[[Delivery], Awaitable[None]]:
     @refuse_cross_tenant_writes
     async def handle(delivery: Delivery) -> None:
+        if delivery.action != subjects.ENTRY_REMEMBERED:
+            raise PoisonMessage(f"unknown event {delivery.action!r} on {delivery.subject}")
         try:
             entry = EntryRemembered.from_wire(delivery.event.data)
         except ValidationError as exc:
