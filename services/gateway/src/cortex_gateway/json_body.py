@@ -33,9 +33,13 @@ async def json_content(request: Request) -> None:
     if media_type == "application/json" or (media_type.startswith("application/") and media_type.endswith("+json")):
         body = await request.body()
         if reason := _not_utf8_text(body):
-            raise Problem(422, INVALID, errors=[{"loc": ["body"], "msg": reason, "type": "json_invalid"}])
+            raise Problem(
+                422, INVALID, extensions={"errors": [{"loc": ["body"], "msg": reason, "type": "json_invalid"}]}
+            )
         if keys := repeated_keys(body):  # FastAPI kept the last value of each
-            raise Problem(422, INVALID, errors=[{"loc": ["body"], "msg": describe(keys), "type": "json_invalid"}])
+            raise Problem(
+                422, INVALID, extensions={"errors": [{"loc": ["body"], "msg": describe(keys), "type": "json_invalid"}]}
+            )
         return
     detail = f"Send the body as JSON with Content-Type: application/json (this request's: {media_type or 'none'})."
     raise Problem(415, detail, headers={"Accept": "application/json"})

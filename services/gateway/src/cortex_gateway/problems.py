@@ -27,14 +27,15 @@ class Problem(Exception):
         *,
         title: str | None = None,
         headers: dict[str, str] | None = None,
-        errors: list[dict[str, object]] | None = None,
+        extensions: dict[str, object] | None = None,
     ) -> None:
+        """`extensions`: members beside RFC 9457's own (`errors` of a 422, the `id` a 504 accepted)."""
         super().__init__(detail)
         self.status = status
         self.title = title or HTTPStatus(status).phrase
         self.detail = detail
         self.headers = headers
-        self.errors = errors
+        self.extensions = extensions
 
 
 def problem_response(
@@ -44,11 +45,9 @@ def problem_response(
     *,
     title: str | None = None,
     headers: dict[str, str] | None = None,
-    errors: list[dict[str, object]] | None = None,
+    extensions: dict[str, object] | None = None,
 ) -> JSONResponse:
-    body = problem_document(status, detail, title=title, instance=request.url.path)
-    if errors is not None:
-        body["errors"] = errors
+    body = problem_document(status, detail, title=title, instance=request.url.path) | (extensions or {})
     return JSONResponse(body, status_code=status, headers=headers, media_type=PROBLEM_JSON)
 
 
@@ -76,7 +75,7 @@ def install_problem_handlers(app: FastAPI) -> None:
     @app.exception_handler(Problem)
     async def on_problem(request: Request, exc: Problem) -> JSONResponse:
         return problem_response(
-            request, exc.status, exc.detail, title=exc.title, headers=exc.headers, errors=exc.errors
+            request, exc.status, exc.detail, title=exc.title, headers=exc.headers, extensions=exc.extensions
         )
 
     @app.exception_handler(RequestValidationError)
@@ -85,7 +84,7 @@ def install_problem_handlers(app: FastAPI) -> None:
             {"loc": list(err.get("loc", ())), "msg": str(err.get("msg", "")), "type": str(err.get("type", ""))}
             for err in exc.errors()
         ]
-        return problem_response(request, 422, "The request is not valid.", errors=errors)
+        return problem_response(request, 422, "The request is not valid.", extensions={"errors": errors})
 
     @app.exception_handler(StarletteHTTPException)
     async def on_http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -124,4 +123,4 @@ def _not_utf8(request: Request, error: UnicodeDecodeError) -> JSONResponse:
 def _json_invalid(request: Request, msg: str) -> JSONResponse:
     """A body that cannot be read as JSON text is refused as one that is not JSON is: 422 `json_invalid`."""
     errors: list[dict[str, object]] = [{"loc": ["body"], "msg": msg, "type": "json_invalid"}]
-    return problem_response(request, 422, "The request is not valid.", errors=errors)
+    return problem_response(request, 422, "The request is not valid.", extensions={"errors": errors})

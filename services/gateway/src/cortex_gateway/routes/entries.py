@@ -170,7 +170,9 @@ async def remember(
                 await asyncio.sleep(WAIT_POLL_SECONDS)
     except TimeoutError as exc:
         detail = f"Entry {id_} was accepted but not stored in time; it stays queued (should it keep failing, "
-        raise Problem(504, detail + "the event goes to the dead letters: `cortex dlq list`).") from exc
+        raise Problem(
+            504, detail + "the event goes to the dead letters: `cortex dlq list`).", extensions={"id": str(id_)}
+        ) from exc
     if deduplicated:
         return JSONResponse({"id": str(id_), "deduplicated": True}, status_code=200)
     return JSONResponse({"id": str(id_), "deduplicated": False}, status_code=201)
@@ -207,7 +209,7 @@ async def recall(
             "msg": "q is blank: give what to recall",
             "type": "value_error",
         }
-        raise Problem(422, "The request is not valid.", errors=[blank])
+        raise Problem(422, "The request is not valid.", extensions={"errors": [blank]})
     request = RecallRequest(
         organization_id=caller.organization_id,
         q=q,

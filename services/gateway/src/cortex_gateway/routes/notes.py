@@ -114,7 +114,9 @@ async def _publish_and_wait(res: Resources, caller: Caller, event: Envelope, doc
             await asyncio.wait_for(indexed, timeout=res.settings.wait_timeout_seconds)
     except TimeoutError as exc:
         detail = f"Note {document_id} was accepted but not indexed in time; it stays queued (should it keep failing, "
-        raise Problem(504, detail + "the event goes to the dead letters: `cortex dlq list`).") from exc
+        raise Problem(
+            504, detail + "the event goes to the dead letters: `cortex dlq list`).", extensions={"id": str(document_id)}
+        ) from exc
     finally:
         await subscription.unsubscribe()
 
