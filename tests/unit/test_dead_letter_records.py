@@ -113,7 +113,11 @@ def test_the_json_listing_gives_scripts_every_field_whole() -> None:
     assert listed["time"] == "2026-12-02T00:00:00+00:00"
     assert listed["headers"] == HEADERS
     assert json.loads(listed["payload"]) == upload
-    assert (listed["payloadEncoding"], listed["payloadCutFrom"]) == ("utf-8", None)
+    assert (listed["payloadEncoding"], listed["payloadTruncated"], listed["originalPayloadBytes"]) == (
+        "utf-8",
+        False,
+        None,
+    )
     assert "\x1b" not in first  # JSON escapes it: the terminal never sees it
     other = json.loads(second)
     assert other["about"] is None
@@ -165,6 +169,8 @@ async def test_a_letter_over_max_payload_keeps_the_start_of_its_event_and_says_s
     letter = letter_from(stored(record))
     assert letter.cut_from == len(payload)
     assert payload.startswith(letter.payload)
+    listed = json.loads(render_json([letter]))
+    assert (listed["payloadTruncated"], listed["originalPayloadBytes"]) == (True, len(payload))
     assert len(letter.payload) > LIMIT // 8
 
 

@@ -232,5 +232,6 @@ def _as_json(letter: Letter) -> dict[str, object]:
         "headers": letter.headers,
         "payload": payload,
         "payloadEncoding": encoding,
-        "payloadCutFrom": letter.cut_from,
+        "payloadTruncated": letter.cut_from is not None,  # as the DLQ record names them
+        "originalPayloadBytes": letter.cut_from,
     }
