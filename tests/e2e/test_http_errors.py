@@ -70,6 +70,23 @@ async def test_a_missing_scope_header_is_400(org: Org, anonymous: httpx.AsyncCli
     assert "X-Scope-Slug" in assert_problem(response, 400)["detail"]
 
 
+async def test_a_credential_or_scope_header_given_twice_is_400(
+    org: Org, anonymous: httpx.AsyncClient, services: RunningServices
+) -> None:
+    """QA 41: the first was taken; a proxy in front may check the last. Either given twice is ambiguous."""
+    member = bearer(f"member-{org.slug}", services.secret)["Authorization"]
+    stranger = bearer(f"stranger-{uuid.uuid4().hex}", services.secret)["Authorization"]
+    twice = [
+        [("Authorization", member), ("Authorization", stranger), ("X-Scope-Slug", org.slug)],
+        [("Authorization", member), ("X-Scope-Slug", org.slug), ("X-Scope-Slug", f"other-{org.slug}")],
+    ]
+    for headers in twice:
+        response = await anonymous.get("/api/memory", headers=httpx.Headers(headers))
+        assert "more than once" in assert_problem(response, 400)["detail"]
+    once = await anonymous.get("/api/memory", headers={"Authorization": member, "X-Scope-Slug": org.slug})
+    assert once.status_code == 200, once.text
+
+
 async def test_a_non_member_gets_404_like_an_unknown_organization(
     org: Org, anonymous: httpx.AsyncClient, services: RunningServices
 ) -> None:

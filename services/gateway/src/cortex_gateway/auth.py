@@ -65,6 +65,9 @@ async def current_caller(
         Header(alias="X-Scope-Slug", max_length=100, description="Required: the organization's slug (400 without)."),
     ] = None,
 ) -> Caller:
+    for name in ("Authorization", "X-Scope-Slug"):
+        if len(request.headers.getlist(name)) > 1:  # a proxy may read the last where we read the first
+            raise Problem(400, f"The {name} header is given more than once.")
     if credentials is None:
         raise unauthorized("A bearer token is required.")
     token = credentials.credentials
