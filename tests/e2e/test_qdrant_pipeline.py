@@ -20,6 +20,7 @@ from cortex_aggregator.bootstrap import Aggregator
 from cortex_aggregator.settings import AggregatorSettings
 from cortex_cli.organizations import ensure_membership
 from cortex_contracts.rpc import FeedFilters, FeedRequest, RetrievalMode
+from cortex_contracts.vector_store import VectorChunk
 from cortex_embedded_servers import free_port
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_indexer.bootstrap import Indexer
@@ -164,8 +165,9 @@ async def test_with_the_qdrant_server_unreachable_search_answers_lexically(
 
 @contextlib.asynccontextmanager
 async def indexer_with(
-    infra: Infrastructure, nc: NATS, services: RunningServices, store: QdrantVectorStore
+    infra: Infrastructure, nc: NATS, services: RunningServices, store: QdrantVectorStore | None
 ) -> AsyncIterator[Indexer]:
+    """An indexer on `nc` mirroring to `store` (None: pgvector, the passages' own rows)."""
     assert nc.connected_url is not None and services.indexer.embedder
     settings = IndexerSettings(
         database_url=infra.app_database_url,
@@ -232,3 +234,68 @@ async def test_with_the_qdrant_server_unreachable_changes_are_committed_and_mirr
         assert {hit.chunk_id for hit in hits if hit.document_id == ids["Incident review"]} == await chunk_ids(
             migrated, ids["Incident review"]
         )
+
+
+async def documents_in(store: QdrantVectorStore, org_id: uuid.UUID) -> set[uuid.UUID]:
+    return {hit.document_id for hit in await store.search(org_id, [0.0] * 383 + [1.0], 50)}
+
+
+async def until_store_holds(store: QdrantVectorStore, org_id: uuid.UUID, expected: set[uuid.UUID]) -> None:
+    async with asyncio.timeout(60):
+        while await documents_in(store, org_id) != expected:
+            await asyncio.sleep(0.2)
+
+
+async def test_a_store_new_to_the_index_is_rebuilt_from_postgresql(
+    migrated: Infrastructure, services: RunningServices, nats_client: NATS, own_nats: NATS
+) -> None:
+    """QA 40: switched to Qdrant, an index mirrored only what it indexed from then on: the documents already
+    there, and those indexed during a spell back on pgvector, were never found by the dense leg."""
+    org_id = await ensure_membership(
+        migrated.database_url, f"qd-{uuid.uuid4().hex[:10]}", "alice", MemberRole.ADMIN, create=True
+    )
+    ids = {title: uuid.uuid4() for title in DOCUMENTS}
+    watcher = await IndexedWatcher().start(nats_client, org_id)  # the session's pipeline: pgvector
+    for title in ("Pricing", "Onboarding"):
+        event = upsert_event(org_id, ids[title], title=title, body=DOCUMENTS[title][1], version=1)
+        await publish_upsert(nats_client.jetstream(), event)
+        await watcher.wait_for(ids[title], 1)
+
+    with tempfile.TemporaryDirectory(prefix="cx-qdrant-", dir="/tmp") as scratch:
+        store = QdrantVectorStore(QdrantSettings(path=Path(scratch)))
+        async with indexer_with(migrated, own_nats, services, store):
+            await until_store_holds(store, org_id, {ids["Pricing"], ids["Onboarding"]})
+
+        async with indexer_with(migrated, own_nats, services, None):  # back on pgvector for a while
+            async with asyncio.timeout(30):
+                while await first_column(migrated, "SELECT target FROM vector_mirror") != ["pgvector"]:
+                    await asyncio.sleep(0.2)
+        body = DOCUMENTS["Incident review"][1]
+        await publish_upsert(
+            nats_client.jetstream(),
+            upsert_event(org_id, ids["Incident review"], title="Incident review", body=body, version=1),
+        )
+        await publish_delete(nats_client.jetstream(), delete_event(org_id, ids["Pricing"], version=2))
+        await watcher.wait_for(ids["Incident review"], 1)
+        await watcher.wait_for(ids["Pricing"], 2)
+
+        again = QdrantVectorStore(QdrantSettings(path=Path(scratch)))  # the same store, its points of before
+        async with indexer_with(migrated, own_nats, services, again):
+            await until_store_holds(again, org_id, {ids["Onboarding"], ids["Incident review"]})
+    await watcher.stop()
+
+
+async def test_a_rebuild_makes_the_collection_for_the_models_dimension() -> None:
+    """QA 40: the collection kept CORTEX_QDRANT_DIMENSION (384) after a change to a 64-dimension model, and
+    every mirror failed for good. The target recorded holds the dimension: a change rebuilds for it."""
+    org_id, document_id = uuid.uuid4(), uuid.uuid4()
+    with tempfile.TemporaryDirectory(prefix="cx-qdrant-", dir="/tmp") as scratch:
+        store = QdrantVectorStore(QdrantSettings(path=Path(scratch)))
+        try:
+            await store.upsert(org_id, None, document_id, 1, [VectorChunk(1, 0, [1.0] * 384)])
+            await store.rebuild(8)
+            assert await store.search(org_id, [1.0] * 8, 5) == []  # emptied
+            assert await store.upsert(org_id, None, document_id, 1, [VectorChunk(1, 0, [1.0] * 8)])
+            assert [hit.document_id for hit in await store.search(org_id, [1.0] * 8, 5)] == [document_id]
+        finally:
+            await store.close()

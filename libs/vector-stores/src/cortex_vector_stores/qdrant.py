@@ -58,6 +58,7 @@ class QdrantVectorStore:
     def __init__(self, settings: QdrantSettings) -> None:
         self.settings = settings
         self.collection = settings.collection
+        self.dimension = settings.dimension  # what a collection made here holds; `rebuild` sets it
         self._client: AsyncQdrantClient | None = None
         self._opening = asyncio.Lock()
         self.outage = Outage(settings.fail_fast_seconds)
@@ -99,7 +100,7 @@ class QdrantVectorStore:
             await client.create_collection(
                 self.collection,
                 vectors_config={
-                    points.VECTOR: models.VectorParams(size=self.settings.dimension, distance=models.Distance.COSINE)
+                    points.VECTOR: models.VectorParams(size=self.dimension, distance=models.Distance.COSINE)
                 },
             )
         except UnexpectedResponse:  # another process created it first
@@ -118,6 +119,26 @@ class QdrantVectorStore:
         for key in _KEYWORD_INDEXES:
             await client.create_payload_index(self.collection, key, models.PayloadSchemaType.KEYWORD)
         await client.create_payload_index(self.collection, points.VERSION, models.PayloadSchemaType.INTEGER)
+
+    @property
+    def target(self) -> str:
+        """Where the points go: the server (or local directory) and collection, as the indexer records it."""
+        where = self.settings.url or f"local:{self.settings.path.resolve()}"
+        return f"qdrant {where} {self.collection}"
+
+    @_unavailable_when_unreachable
+    async def rebuild(self, dimension: int) -> None:
+        """Drop the collection and make it anew, empty, for vectors of `dimension`."""
+        self.dimension = dimension
+        client = await self._open()
+        for _ in range(3):  # another process (an aggregator's first search) may make it between the two
+            await client.delete_collection(self.collection)
+            await self._ensure_collection(client)
+            made = (await client.get_collection(self.collection)).config.params.vectors
+            size = made[points.VECTOR].size if isinstance(made, dict) else None
+            if size == dimension:
+                return
+        raise VectorStoreUnavailable(f"qdrant: collection {self.collection} keeps being made for dimension {size}")
 
     async def _exists(self, client: AsyncQdrantClient, where: models.Filter) -> bool:
         return (await client.count(self.collection, count_filter=where, exact=True)).count > 0

@@ -1,6 +1,7 @@
 """Embed what was stored without embeddings: passages indexed while the embedder was down, and
 everything after a change of embedding model (see `embedding_space`). With a vector store of its own
-(Qdrant), also mirror there the documents changed while it could not be reached (`mirror_pending`).
+(Qdrant), also mirror there the documents changed while it could not be reached (`mirror_pending`), and
+all of them when the store is new to the index (`vector_mirror.follow_target`, on the first pass).
 
 A periodic pass on every copy of the indexer (they do not collide: each write only fills embeddings
 still missing). A pass first makes sure the index is in this copy's embedding space, then visits each
@@ -33,7 +34,7 @@ from cortex_embedding.errors import EmbedderUnavailable, EmbeddingError
 from cortex_indexer import embedding_space
 from cortex_indexer.chunking import Chunk
 from cortex_indexer.embedding_space import EmbeddingSpace
-from cortex_indexer.vector_mirror import mirror_document, mirror_or_defer
+from cortex_indexer.vector_mirror import follow_target, mirror_document, mirror_or_defer
 from cortex_store.tenancy import org_transaction
 from cortex_store.vector_text import vector_literal
 
@@ -98,6 +99,7 @@ class Backfill:
     vectors: VectorStore | None = None  # a store of its own (Qdrant): filled documents are mirrored there
     refused_chunks: set[int] = field(default_factory=set)  # texts the embedder refused alone: left out
     refused_entries: set[uuid.UUID] = field(default_factory=set)
+    store_followed: bool = False  # the store mirrored to is the one recorded, or was rebuilt (vector_mirror)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Pass after pass until `stop`; a failing pass is logged and the next one tries again."""
@@ -119,6 +121,9 @@ class Backfill:
             return False
         if self.space.superseded:
             return False
+        if not self.store_followed and self.space.dimension is not None:
+            await follow_target(self.sessions, self.vectors, self.space.model, self.space.dimension)
+            self.store_followed = True
         async with self.sessions() as session:
             organizations = list((await session.scalars(ORGANIZATIONS)).all())
         more = False

@@ -6,18 +6,53 @@ cannot be reached, the change is committed all the same and the document marked 
 backfill mirrors it once the store answers (migration 0019). Searches read every hit back from
 PostgreSQL, so the points of a deleted document are never shown meanwhile. With pgvector the passages'
 own rows are the store and nothing is mirrored.
+
+The store mirrored to is recorded (`vector_mirror`, migration 0025) with the embedding space: an
+indexer started against another one — Qdrant after pgvector, another collection or server, another
+model — empties its store and marks every document for the backfill to mirror (`follow_target`).
 """
 
 import logging
 import uuid
+from typing import Protocol, runtime_checkable
 
-from sqlalchemy import select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy import select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_contracts.vector_store import VectorChunk, VectorStore, VectorStoreUnavailable
 from cortex_store.models import KbChunk, KbDocument
 
 log = logging.getLogger(__name__)
+
+PGVECTOR_TARGET = "pgvector"  # the passages' own rows: nothing to mirror
+MIRROR_LOCK_KEY = 0x63786D74  # "cxmt": copies starting at once rebuild the store once
+RECORDED_TARGET = text("SELECT target FROM vector_mirror")
+MIRROR_TO = text("SELECT cortex_mirror_to(:target, :mirrored)")
+
+
+@runtime_checkable
+class RebuildableStore(Protocol):
+    target: str
+
+    async def rebuild(self, dimension: int) -> None: ...
+
+
+async def follow_target(
+    sessions: async_sessionmaker[AsyncSession], store: object | None, model: str, dimension: int
+) -> bool:
+    """Make the store hold every document of this embedding space, if it was not the one recorded: True
+    when it was rebuilt. Raises VectorStoreUnavailable while the store cannot be reached."""
+    mirror = store if isinstance(store, RebuildableStore) else None
+    target = f"{mirror.target} {model} {dimension}" if mirror else PGVECTOR_TARGET
+    async with sessions() as session, session.begin():
+        await session.execute(text(f"SELECT pg_advisory_xact_lock({MIRROR_LOCK_KEY})"))
+        if await session.scalar(RECORDED_TARGET) == target:
+            return False
+        if mirror:
+            log.warning("the vector store is new to this index (%s): rebuilding it from PostgreSQL", target)
+            await mirror.rebuild(dimension)  # emptied before the marks, so that no mirror made meanwhile is lost
+        await session.execute(MIRROR_TO, {"target": target, "mirrored": mirror is not None})
+    return mirror is not None
 
 
 async def mirror_document(session: AsyncSession, store: VectorStore, document_id: uuid.UUID) -> None:
