@@ -269,7 +269,13 @@ async def test_the_cli_beside_a_run_sees_and_checks_the_plugins_as_the_run_has_t
     # What `cortex run` writes beside its data: its endpoints and its services' plugin settings.
     config.write_runtime(
         tmp_path,
-        {"DATABASE_URL": migrated.database_url, "NATS_URL": migrated.nats_url, "CORTEX_PLUGIN_RERANKER": "none"},
+        {
+            "DATABASE_URL": migrated.database_url,
+            "NATS_URL": migrated.nats_url,
+            "CORTEX_PLUGIN_RERANKER": "none",
+            "CORTEX_INDEXER_EMBEDDER": "none",
+            "CORTEX_AGGREGATOR_EMBEDDER": "none",
+        },
     )
     monkeypatch.setenv("CORTEX_DATA_DIR", str(tmp_path))
     for variable in ("DATABASE_URL", "NATS_URL"):
@@ -278,10 +284,14 @@ async def test_the_cli_beside_a_run_sees_and_checks_the_plugins_as_the_run_has_t
     monkeypatch.setenv("CORTEX_RERANKER_BASE_URL", "http://127.0.0.1:9")
 
     assert await asyncio.to_thread(main, ["plugins", "list", "--org", plugin_org.slug]) == 0
-    assert "reranker: none [env]" in capsys.readouterr().out  # before: "reverse [env]", the shell's pin
+    listed = capsys.readouterr().out
+    assert "reranker: none [env]" in listed  # before: "reverse [env]", the shell's pin
+    assert "the indexer embeds nothing" in listed  # before (QA 40): the local model, as in this shell
     # Nor is a choice checked against this shell's settings: the services have no reranker URL.
     assert await asyncio.to_thread(main, ["plugins", "use", "--org", plugin_org.slug, "reranker", "http"]) == 1
     assert "is not configured" in capsys.readouterr().err
+    assert await asyncio.to_thread(main, ["plugins", "use", "--org", plugin_org.slug, "reranker", "reverse"]) == 0
+    assert "note: CORTEX_PLUGIN_RERANKER=none pins the running services" in capsys.readouterr().out
     assert os.environ["CORTEX_PLUGIN_RERANKER"] == "reverse"  # the shell's own, back after the command
 
 

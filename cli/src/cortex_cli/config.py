@@ -19,6 +19,8 @@ PLUGIN_SETTINGS = (
     "CORTEX_QDRANT_",
     "CORTEX_PGVECTOR_",
     "CORTEX_MEM0_",
+    "CORTEX_INDEXER_EMBEDDER",  # each service's embedder, without a CORTEX_PLUGIN_EMBEDDER pin (QA 40)
+    "CORTEX_AGGREGATOR_EMBEDDER",
 )
 
 

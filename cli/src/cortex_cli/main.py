@@ -269,6 +269,9 @@ def _plugins(args: argparse.Namespace) -> int:
         if args.plugins_command == "use":
             asyncio.run(choose_plugin(where.database_url, org, args.category, args.name, registry))
             print(f"{args.org}: {args.category} = {args.name}")
+            if (pin := registry.pin(args.category)) is not None and pin != args.name:  # QA 40: it said nothing
+                variable = f"CORTEX_PLUGIN_{args.category.upper()}"
+                print(f"note: {variable}={pin} pins the running services; this choice applies once it is unset")
         else:
             print(render(asyncio.run(list_plugins(where.database_url, org, registry))))
     return 0
