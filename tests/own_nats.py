@@ -9,7 +9,8 @@ from pathlib import Path
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 
-from cortex_contracts.rpc import FeedPage, FeedReply, FeedRequest
+from cortex_contracts.base import WireModel
+from cortex_contracts.rpc import FeedPage, FeedReply, FeedRequest, Reply, Result
 from cortex_contracts.subjects import RPC_AGGREGATOR_FEED
 from cortex_embedded_servers import EmbeddedNats
 from cortex_messaging import rpc
@@ -32,16 +33,20 @@ async def own_nats_client(name: str) -> AsyncIterator[NATS]:
             server.stop()
 
 
-async def ask_feed(nc: NATS, request: FeedRequest) -> FeedPage:
+async def ask(nc: NATS, subject: str, request: WireModel, reply: type[Reply[Result]]) -> Result:
     """The aggregator's answer, waiting for a just-started aggregator's subscription to reach the server."""
     for _ in range(50):
         try:
-            payload = await rpc.request(nc, RPC_AGGREGATOR_FEED, request.to_wire(), timeout=10)
+            payload = await rpc.request(nc, subject, request.to_wire(), timeout=10)
             break
         except NoRespondersError:
             await asyncio.sleep(0.1)
     else:
         raise AssertionError("no aggregator answered")
-    reply = FeedReply.model_validate_json(payload)
-    assert reply.result is not None, reply.error
-    return reply.result
+    answer = reply.model_validate_json(payload)
+    assert answer.result is not None, answer.error
+    return answer.result
+
+
+async def ask_feed(nc: NATS, request: FeedRequest) -> FeedPage:
+    return await ask(nc, RPC_AGGREGATOR_FEED, request, FeedReply)

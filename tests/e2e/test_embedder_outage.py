@@ -18,7 +18,8 @@ from sqlalchemy import text
 from cortex_aggregator.bootstrap import Aggregator
 from cortex_aggregator.settings import AggregatorSettings
 from cortex_cli.organizations import ensure_membership
-from cortex_contracts.rpc import FeedRequest, RetrievalMode
+from cortex_contracts.rpc import FeedRequest, ItemReply, ItemRequest, RetrievalMode, StatsReply, StatsRequest
+from cortex_contracts.subjects import RPC_AGGREGATOR_ITEM, RPC_AGGREGATOR_STATS
 from cortex_embedding.batcher import BatchingEmbedder
 from cortex_embedding.openai_compatible import OpenAICompatibleEmbedder, OpenAIEmbedderSettings
 from cortex_indexer.bootstrap import Indexer
@@ -29,7 +30,7 @@ from tests.embedding_server import Answer, FakeEmbeddingServer
 from tests.events import IndexedWatcher, publish_remembered, publish_upsert, remembered_event, upsert_event
 from tests.infrastructure import Infrastructure
 from tests.own_database import on_database, own_database
-from tests.own_nats import ask_feed, own_nats_client
+from tests.own_nats import ask, ask_feed, own_nats_client
 from tests.services import service_running
 
 pytestmark = pytest.mark.e2e
@@ -78,7 +79,7 @@ def endpoint(server: FakeEmbeddingServer, model: str, **overrides: Any) -> Batch
 
 
 @contextlib.asynccontextmanager
-async def indexer(db: Databases, nc: NATS, embedder: BatchingEmbedder) -> AsyncIterator[Indexer]:
+async def indexer(db: Databases, nc: NATS, embedder: BatchingEmbedder, **overrides: Any) -> AsyncIterator[Indexer]:
     url = nc.connected_url
     assert url is not None
     settings = IndexerSettings(
@@ -87,6 +88,7 @@ async def indexer(db: Databases, nc: NATS, embedder: BatchingEmbedder) -> AsyncI
         max_deliver=3,
         concurrency=2,
         backfill_interval_seconds=0.3,
+        **overrides,
     )
     running = Indexer(settings=settings, embedder=embedder)
     async with service_running(running):
@@ -317,11 +319,14 @@ async def test_a_copy_left_on_the_old_model_writes_no_vectors_of_it(database: Da
         fake.stop()
 
 
-async def test_a_text_the_embedder_refuses_holds_back_no_other_backfill(database: Databases, own_nats: NATS) -> None:
+async def test_a_text_the_embedder_refuses_holds_back_no_other_backfill_and_is_tried_again(
+    database: Databases, own_nats: NATS
+) -> None:
     fake = FakeEmbeddingServer(dimension=32)  # not started: everything below is indexed lexical-only
     fake.refuse_word = "overlong"  # as an endpoint refuses a text too long for its context (HTTP 400)
     org_id = await new_org(database)
-    async with indexer(database, own_nats, endpoint(fake, "fake-a", dimension=32)):
+    embedder = endpoint(fake, "fake-a", dimension=32)
+    async with indexer(database, own_nats, embedder, backfill_refused_retry_seconds=1.0):
         refused_document = uuid.uuid4()
         watcher = await IndexedWatcher().start(own_nats, org_id)
         event = upsert_event(org_id, refused_document, title="Log", body="An overlong stack trace.", version=1)
@@ -345,5 +350,33 @@ async def test_a_text_the_embedder_refuses_holds_back_no_other_backfill(database
             assert await scalar(database, entry_embedded, id=refused_entry) is False
             chunk_embedded = "SELECT bool_or(embedding IS NOT NULL) FROM kb_chunks WHERE document_id = :id"
             assert await scalar(database, chunk_embedded, id=refused_document) is False
+
+            async with aggregator(database, own_nats, embedder):
+                # The API says what is found by its words only, and which document.
+                stats = await ask(own_nats, RPC_AGGREGATOR_STATS, StatsRequest(organization_id=org_id), StatsReply)
+                assert (stats.documents_lexical_only, stats.memory_entries_lexical_only) == (1, 1)
+                assert await embedded_in_detail(own_nats, org_id, refused_document) is False
+                assert await embedded_in_detail(own_nats, org_id, document_id) is True
+                tries = len(embedded_texts(fake, "overlong transcript"))
+
+                async def tried_again() -> bool:
+                    return len(embedded_texts(fake, "overlong transcript")) > tries
+
+                await eventually(tried_again)  # after the delay, and refused again: set aside twice as long
+                assert await scalar(database, entry_embedded, id=refused_entry) is False
+
+                # The refusal was a passing fault (a proxy that cut answers short, say): the texts are tried
+                # again and embedded, with no restart. Before, they stayed lexical-only until one.
+                fake.refuse_word = None
+                await eventually(lambda: scalar(database, entry_embedded, id=refused_entry))
+                await eventually(lambda: scalar(database, chunk_embedded, id=refused_document))
+                stats = await ask(own_nats, RPC_AGGREGATOR_STATS, StatsRequest(organization_id=org_id), StatsReply)
+                assert (stats.documents_lexical_only, stats.memory_entries_lexical_only) == (0, 0)
+                assert await embedded_in_detail(own_nats, org_id, refused_document) is True
         finally:
             fake.stop()
+
+
+async def embedded_in_detail(nc: NATS, org_id: uuid.UUID, document_id: uuid.UUID) -> bool:
+    request = ItemRequest(organization_id=org_id, document_id=document_id)
+    return (await ask(nc, RPC_AGGREGATOR_ITEM, request, ItemReply)).embedded

@@ -102,6 +102,7 @@ def detail() -> ItemDetail:
         provenance=Provenance(work=ref, teams=[ref], agent_id="agent-7"),
         cites=[ref],
         cited_by=[],
+        embedded=True,
     )
 
 

@@ -138,6 +138,16 @@ class Stats(WireModel):
     concepts_synthesized: int = Field(ge=0)
     works_covered: int = Field(ge=0)
     memory_entries: int = Field(ge=0)
+    documents_lexical_only: int = Field(
+        default=0,
+        ge=0,
+        description="Of `documentsIndexed`, those with a passage not embedded (yet): found by their words only, "
+        "until the indexer's backfill embeds them (the embedder was down or refused the text, or the model "
+        "changed; with no embedder, every document).",
+    )
+    memory_entries_lexical_only: int = Field(
+        default=0, ge=0, description="Of `memoryEntries`, those not embedded (yet): recalled by their words only."
+    )
     last_indexed_at: datetime | None = None
 
 
@@ -178,6 +188,10 @@ class ItemDetail(WireModel):
     cited_by: list[Ref] = Field(description="Documents that cite this one.")
     failure_reason: str | None = Field(
         default=None, description="Why the document's file could not be indexed (status `failed`), e.g. `encrypted: …`."
+    )
+    embedded: bool = Field(
+        description="Whether every passage carries an embedding. False: found by its words only until the "
+        "indexer's backfill embeds it (see `documentsLexicalOnly` in the stats).",
     )
 
 

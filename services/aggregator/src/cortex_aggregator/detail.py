@@ -11,7 +11,7 @@ from cortex_store.database import driver_connection
 from cortex_store.tenancy import org_transaction
 
 DOCUMENT = text("""
-SELECT body, status, tags, version, upload_id, failure_reason FROM kb_documents
+SELECT body, status, tags, version, upload_id, failure_reason, embedded FROM kb_documents
 WHERE organization_id = :org AND id = :id AND deleted_at IS NULL
 """)
 TEAMS = text("""
@@ -79,4 +79,5 @@ async def item_detail(sessions: async_sessionmaker[AsyncSession], request: ItemR
         cites=cites,
         cited_by=cited_by,
         failure_reason=document.failure_reason,
+        embedded=document.embedded,
     )

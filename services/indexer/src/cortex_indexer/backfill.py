@@ -13,9 +13,10 @@ not. When any organization had a full batch, the next pass starts at once, so a 
 through round-robin without starving small organizations.
 
 A batch the embedder refuses (an answer it cannot give, not an outage) is embedded a text at a time: the
-texts it refuses alone (too long for the endpoint's context, say) stay lexical-only and are left out of
-this copy's later passes, so that one of them does not hold back the rest of its organization for good
-(QA 34). When it refuses every text of a batch alone too, the fault is not theirs: nothing is left out.
+texts it refuses alone (too long for the endpoint's context, say) stay lexical-only and are set aside by
+this copy for a while (`refused_texts`), so that one of them does not hold back the rest of its
+organization (QA 34), and are tried again later, in case the fault was a passing one (QA 40). When it
+refuses every text of a batch alone too, the fault is not theirs: nothing is set aside.
 """
 
 import asyncio
@@ -34,6 +35,7 @@ from cortex_embedding.errors import EmbedderUnavailable, EmbeddingError
 from cortex_indexer import embedding_space
 from cortex_indexer.chunking import Chunk
 from cortex_indexer.embedding_space import EmbeddingSpace
+from cortex_indexer.refused_texts import RefusedTexts
 from cortex_indexer.vector_mirror import follow_target, mirror_document, mirror_or_defer
 from cortex_store.tenancy import org_transaction
 from cortex_store.vector_text import vector_literal
@@ -75,15 +77,16 @@ WHERE m.id = u.id AND m.embedding IS NULL
 
 
 def _kept(
-    pending: list[Row[Any]], results: list[list[float] | EmbeddingError], refused: set[Any], what: str
+    pending: list[Row[Any]], results: list[list[float] | EmbeddingError], refused: RefusedTexts[Any], what: str
 ) -> tuple[list[Row[Any]], list[list[float]]]:
-    """The rows embedded and their vectors; the refused rows' keys join `refused`."""
+    """The rows embedded and their vectors; the refused rows are set aside in `refused`."""
     rows, vectors = [], []
     for row, result in zip(pending, results, strict=True):
         if isinstance(result, EmbeddingError):
-            refused.add(row.id)
-            log.warning("%s %s left lexical-only: the embedder refused it (%s)", what, row.id, result)
+            refused.refused(row.id)
+            log.warning("%s %s left lexical-only for now: the embedder refused it (%s)", what, row.id, result)
         else:
+            refused.embedded(row.id)
             rows.append(row)
             vectors.append(result)
     return rows, vectors
@@ -97,8 +100,8 @@ class Backfill:
     batch: int = 64
     interval_seconds: float = 10.0
     vectors: VectorStore | None = None  # a store of its own (Qdrant): filled documents are mirrored there
-    refused_chunks: set[int] = field(default_factory=set)  # texts the embedder refused alone: left out
-    refused_entries: set[uuid.UUID] = field(default_factory=set)
+    refused_chunks: RefusedTexts[int] = field(default_factory=RefusedTexts)  # set aside a while, then tried again
+    refused_entries: RefusedTexts[uuid.UUID] = field(default_factory=RefusedTexts)
     store_followed: bool = False  # the store mirrored to is the one recorded, or was rebuilt (vector_mirror)
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -162,23 +165,26 @@ class Backfill:
         return None
 
     async def _pending(
-        self, query: TextClause, organization_id: uuid.UUID, refused: set[Any] | None = None
+        self, query: TextClause, organization_id: uuid.UUID, refused: RefusedTexts[Any] | None = None
     ) -> list[Row[Any]]:
         params: dict[str, Any] = {"org": organization_id, "n": self.batch}
         if refused is not None:
-            params["refused"] = list(refused)
+            params["refused"] = refused.set_aside()
         async with org_transaction(self.sessions, organization_id) as session:
             return list(await session.execute(query, params))
 
-    async def _embed(self, texts: list[str]) -> list[list[float] | EmbeddingError]:
+    async def _embed(self, texts: list[str], retries: bool) -> list[list[float] | EmbeddingError]:
         """The texts' vectors. When the embedder refuses the call, each text alone: a refused one's error
-        in its place. Raises the call's error when every text is refused alone too (not their fault)."""
+        in its place. When every text is refused alone too, the fault is taken for the endpoint's and the
+        call's error raised — unless they are all `retries`, texts refused before while others were embedded."""
         try:
             return list(await self.embedder.embed(texts))
         except EmbedderUnavailable:
             raise
         except EmbeddingError as refused:
             if len(texts) == 1:
+                if retries:
+                    return [refused]
                 raise
             whole = refused
         each: list[list[float] | EmbeddingError] = []
@@ -189,12 +195,13 @@ class Backfill:
                 raise
             except EmbeddingError as exc:
                 each.append(exc)
-        if all(isinstance(result, EmbeddingError) for result in each):
+        if not retries and all(isinstance(result, EmbeddingError) for result in each):
             raise whole
         return each
 
     async def _fill_chunks(self, organization_id: uuid.UUID, pending: list[Row[Any]]) -> int:
-        results = await self._embed([Chunk(0, row.heading, row.text).embedding_input() for row in pending])
+        texts = [Chunk(0, row.heading, row.text).embedding_input() for row in pending]
+        results = await self._embed(texts, retries=all(row.id in self.refused_chunks for row in pending))
         rows, vectors = _kept(pending, results, self.refused_chunks, "passage")
         documents = sorted({row.document_id for row in rows})
         async with org_transaction(self.sessions, organization_id) as session:
@@ -215,7 +222,9 @@ class Backfill:
         return len(pending)
 
     async def _fill_entries(self, organization_id: uuid.UUID, pending: list[Row[Any]]) -> int:
-        results = await self._embed([row.input for row in pending])
+        results = await self._embed(
+            [row.input for row in pending], retries=all(row.id in self.refused_entries for row in pending)
+        )
         rows, vectors = _kept(pending, results, self.refused_entries, "memory entry")
         async with org_transaction(self.sessions, organization_id) as session:
             if not await embedding_space.holds(session, self.space):

@@ -23,6 +23,7 @@ from cortex_indexer.handlers import make_kb_handler
 from cortex_indexer.indexing import IndexingContext
 from cortex_indexer.memory_entries import make_memory_handler
 from cortex_indexer.outbox import OutboxRelay
+from cortex_indexer.refused_texts import RefusedTexts
 from cortex_indexer.settings import IndexerSettings
 from cortex_messaging.connection import StoppedBeforeConnected, connect, disconnect
 from cortex_messaging.consumer import ConsumerSpec, DurableConsumer
@@ -89,6 +90,8 @@ class Indexer:
                     batch=settings.backfill_batch,
                     interval_seconds=settings.backfill_interval_seconds,
                     vectors=self.vectors,
+                    refused_chunks=RefusedTexts(settings.backfill_refused_retry_seconds),
+                    refused_entries=RefusedTexts(settings.backfill_refused_retry_seconds),
                 )
                 background.append(backfill.run(self.stop))
             if self.embedder and self.vectors is None:  # vectors in kb_chunks, under pgvector's HNSW index

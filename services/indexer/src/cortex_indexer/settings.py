@@ -32,6 +32,13 @@ class IndexerSettings(BaseSettings):
     backfill_batch: int = Field(
         default=64, ge=1, le=100_000, description="Passages (and entries) per org per backfill pass."
     )
+    backfill_refused_retry_seconds: float = Field(
+        default=60.0,
+        gt=0,
+        le=3600,
+        description="A text the embedder refused alone stays lexical-only and is tried again after this long, then "
+        "after twice as long each time it is refused again, up to an hour.",
+    )
     ann_min_chunks: int = Field(
         default=EXACT_SCAN_MAX_CHUNKS,
         ge=0,
