@@ -1,5 +1,6 @@
 """Settings of each store, from the environment. Read by the stores' `create()`, never at import time."""
 
+import os
 from pathlib import Path
 
 from pydantic import AliasChoices, Field, SecretStr
@@ -17,8 +18,9 @@ class QdrantSettings(BaseSettings):
     url: HttpUrl | None = Field(default=None, description="A Qdrant server, e.g. http://127.0.0.1:6333.")
     api_key: SecretStr | None = Field(default=None, description="The server's API key, if it wants one.")
     path: Path = Field(
-        default=Path(".cortex/qdrant"),
-        description="Local mode's directory (used without a URL). Only one process can open it at a time.",
+        default_factory=lambda: Path(os.environ.get("CORTEX_DATA_DIR", ".cortex")) / "qdrant",
+        description="Local mode's directory (used without a URL), by default `qdrant` in CORTEX_DATA_DIR (`.cortex`). "
+        "Only one process can open it at a time.",
     )
     collection: str = Field(default="cortex_chunks", min_length=1, description="The collection of chunk vectors.")
     dimension: int = Field(default=EMBEDDING_DIM, ge=1, description="Length of the embedding vectors.")
