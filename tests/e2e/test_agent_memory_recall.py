@@ -198,3 +198,29 @@ async def test_metadata_numbers_come_back_as_they_were_sent(org: Org) -> None:
     (metadata,) = [item["metadata"] for item in recalled if item["id"] == stored.json()["id"]]
     assert metadata == {"e": 1e20, "f": 1.5e300, "g": 2.0, "big": 18446744073709551617}
     assert [type(metadata[key]) for key in ("e", "f", "g", "big")] == [float, float, float, int]
+
+
+async def test_min_score_leaves_out_memories_about_something_else(org: Org) -> None:
+    """QA 41: a question about nothing remembered got the `limit` least unrelated entries, with no way to say
+    "only what is relevant"."""
+    await remember(org, "Billing runs on the PostgreSQL database in eu-west", "floor")
+    await remember(org, "The office plants need water on Mondays", "floor")
+
+    async def recalled(q: str, **params: str) -> list[dict[str, object]]:
+        query = {"q": q, "sessionId": "floor", **params}
+        response = await org.member.get("/api/memory/recall", params=query)
+        assert response.status_code == 200, response.text
+        return list(response.json()["items"])
+
+    assert len(await recalled("and the for with")) == 2  # stop words: whatever is least unrelated
+    assert await recalled("and the for with", minScore="0.3") == []
+    relevant = await recalled("which database does billing run on", minScore="0.3")
+    assert [item["content"] for item in relevant] == ["Billing runs on the PostgreSQL database in eu-west"]
+    assert all(float(str(item["score"])) >= 0.3 for item in relevant)
+
+
+@pytest.mark.parametrize("value", ["-0.1", "1.5", "nan", "x"])
+async def test_a_min_score_outside_zero_to_one_is_a_422(org: Org, value: str) -> None:
+    response = await org.member.get("/api/memory/recall", params={"q": "billing", "minScore": value})
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"

@@ -151,6 +151,13 @@ class RecallRequest(WireModel):
     # Empty names none, as when remembering: `?sessionId=` is no filter, not a filter nothing matches.
     memory_session_id: ScopeName = Field(default=None, max_length=200, pattern=NO_NUL)
     agent_id: ScopeName = Field(default=None, max_length=200, pattern=NO_NUL)
+    min_score: float | None = Field(
+        default=None,
+        ge=0,
+        le=1,
+        allow_inf_nan=False,
+        description="Leave out entries scored below this (see `score`); none: the `limit` best, however weak.",
+    )
 
 
 class RecalledEntry(WireModel):
@@ -164,7 +171,11 @@ class RecalledEntry(WireModel):
     agent_run_id: str | None = None
     metadata: dict[str, Any] | None = None
     salience: float
-    score: float
+    score: float = Field(
+        description="Relevance in [0, 1] (0.3 × BM25 relative to the best lexical match + 0.7 × the cosine to the "
+        "query; BM25 alone without an embedder) plus 0.1 × (salience − 0.5). With the local model an entry about "
+        "something else scores about 0.2 or less."
+    )
     created_at: datetime
 
 

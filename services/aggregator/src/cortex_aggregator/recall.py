@@ -167,6 +167,8 @@ async def _ranked_entries(
         return share * lexical_part + (1 - share) * (row.cosine or 0.0)
 
     scored = [(row, relevance(row) + ctx.salience_weight * (row.salience - 0.5)) for row in rows]
+    if request.min_score is not None:
+        scored = [(row, score) for row, score in scored if score >= request.min_score]
     scored.sort(key=lambda pair: (-pair[1], str(pair[0].id)))
     return [
         RecalledEntry(

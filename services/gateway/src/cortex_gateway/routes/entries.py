@@ -202,6 +202,17 @@ async def recall(
     work_id: Annotated[uuid.UUID | None, Query(alias="workId")] = None,
     session_id: Annotated[str | None, Query(alias="sessionId", max_length=200, pattern=NO_NUL)] = None,
     agent_id: Annotated[str | None, Query(alias="agentId", max_length=200, pattern=NO_NUL)] = None,
+    min_score: Annotated[
+        float | None,
+        Query(
+            alias="minScore",
+            ge=0,
+            le=1,
+            allow_inf_nan=False,
+            description="Leave out entries scored below this (e.g. 0.3): an agent gets nothing rather than the "
+            "`limit` best of unrelated memories. External matches are not filtered.",
+        ),
+    ] = None,
 ) -> Response:
     if is_blank(q):  # the feed reads a blank `q` as none; recall has no "none" to answer with
         blank: dict[str, object] = {
@@ -219,6 +230,7 @@ async def recall(
         work_id=work_id,
         memory_session_id=session_id,
         agent_id=agent_id,
+        min_score=min_score,
     )
     return await relay_aggregator(res, subjects.RPC_AGGREGATOR_RECALL, request, RecallReply, Recalled)
 
