@@ -137,6 +137,16 @@ def test_parse_delivery_rejects_an_event_that_repeats_a_key(repeated: str) -> No
         parse_delivery(subjects.kb_document_upserted(ORG), raw.encode(), deliveries=1)
 
 
+@pytest.mark.parametrize("escape", ["\\ud800", "\\udc00", "\\ud800\\ud800"])
+def test_a_lone_surrogate_is_dead_lettered_with_a_reason_that_names_it(escape: str) -> None:
+    """QA 41: the reason was only the parser's "unexpected end of hex escape"."""
+    wire = envelope().to_wire().decode()
+    raw = wire.replace('"data":{"', f'"data":{{"note":"a{escape}b","', 1)
+
+    with pytest.raises(PoisonMessage, match="surrogate pair: alone it is no character"):
+        parse_delivery(subjects.kb_document_upserted(ORG), raw.encode(), deliveries=1)
+
+
 def test_parse_delivery_rejects_a_subject_of_another_organization() -> None:
     other = uuid.uuid4()
 

@@ -41,9 +41,17 @@ def brief(error: ValidationError) -> str:
     parts = []
     for each in error.errors(include_url=False, include_input=False, include_context=False):
         where = ".".join(str(part) for part in each["loc"])
-        what = each["msg"].removeprefix("Value error, ")
+        what = _explained(each["msg"].removeprefix("Value error, "))
         parts.append(f"{where}: {what}" if where else what)
     return "; ".join(parts)
+
+
+def _explained(message: str) -> str:
+    """The JSON parser's words for a lone surrogate (`\\ud800` not followed by its pair: "unexpected end of
+    hex escape", "lone leading surrogate in hex escape") say what it saw, not what was wrong (QA 41)."""
+    if "hex escape" in message:
+        return f"{message} (a \\uD800-\\uDFFF escape must be half of a surrogate pair: alone it is no character)"
+    return message
 
 
 def _refuse_duplicate_keys(payload: bytes) -> None:
