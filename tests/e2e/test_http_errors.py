@@ -126,6 +126,16 @@ async def test_unknown_parameters_are_422_naming_the_first_ten(org: Org) -> None
     assert detail.endswith("'p0009' and 1990 more.")  # before: all 2,000 names, 17 KB
 
 
+async def test_the_query_string_is_checked_after_the_caller(org: Org, anonymous: httpx.AsyncClient) -> None:
+    """QA 41: an unknown parameter was a 422 before the credentials were looked at, so a caller without any
+    learnt which parameters a route takes, and a member which an admin's route takes."""
+    assert_problem(await anonymous.get("/api/memory", params={"tags": "x"}), 401)
+    assert_problem(await anonymous.get("/api/memory?q=%FF"), 401)
+    assert_problem(await org.member.get("/api/memory/plugins", params={"tags": "x"}), 403)
+    assert "'tags'" in assert_problem(await org.admin.get("/api/memory/plugins", params={"tags": "x"}), 422)["detail"]
+    assert "'x'" in assert_problem(await anonymous.get("/healthz", params={"x": "1"}), 422)["detail"]
+
+
 @pytest.mark.parametrize(
     ("path", "query"),
     [("/api/memory", "q=%FF%FE"), ("/api/memory", "tag=%ED%A0%80"), ("/api/memory/recall", "q=caf%E9")],

@@ -5,7 +5,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import Depends, FastAPI
+from fastapi import FastAPI
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 
 from cortex_gateway.access import make_access_pool
@@ -15,7 +15,6 @@ from cortex_gateway.problems import install_problem_handlers
 from cortex_gateway.resources import Resources
 from cortex_gateway.routes import entries, health, memory, notes, plugins
 from cortex_gateway.settings import GatewaySettings
-from cortex_gateway.strict_query import refuse_unknown_query
 from cortex_messaging.buckets import Buckets
 from cortex_messaging.connection import StoppedBeforeConnected, connect, disconnect
 from cortex_messaging.streams import ensure_streams
@@ -77,7 +76,6 @@ def create_app(
             await engine.dispose()
 
     app = FastAPI(
-        dependencies=[Depends(refuse_unknown_query)],
         title="Cortex",
         summary="Organization-wide memory: search and browse everything an organization knows.",
         version="0.1.0",

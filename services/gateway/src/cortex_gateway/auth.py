@@ -22,6 +22,7 @@ from cortex_gateway.access import Access, DatabaseUnreachable, caller_access
 from cortex_gateway.credentials import API_KEY_PREFIX, parse_api_key, unauthorized
 from cortex_gateway.problems import Problem
 from cortex_gateway.resources import Resources
+from cortex_gateway.strict_query import refuse_unknown_query
 from cortex_store.models import MemberRole
 
 log = logging.getLogger(__name__)
@@ -94,12 +95,20 @@ async def current_caller(
     )
 
 
-async def admin_caller(caller: Annotated[Caller, Depends(current_caller)]) -> Caller:
-    if caller.role is not MemberRole.ADMIN:
-        raise Problem(403, "Only an admin of the organization may do this.")
+async def member_caller(request: Request, caller: Annotated[Caller, Depends(current_caller)]) -> Caller:
+    """The caller, and then its query string checked (strict_query): one without credentials learns that
+    first (401), not which parameters the route takes (QA 41)."""
+    await refuse_unknown_query(request)
     return caller
 
 
-CallerDep = Annotated[Caller, Depends(current_caller)]
+async def admin_caller(request: Request, caller: Annotated[Caller, Depends(current_caller)]) -> Caller:
+    if caller.role is not MemberRole.ADMIN:
+        raise Problem(403, "Only an admin of the organization may do this.")
+    await refuse_unknown_query(request)
+    return caller
+
+
+CallerDep = Annotated[Caller, Depends(member_caller)]
 AdminDep = Annotated[Caller, Depends(admin_caller)]
 ResourcesDep = Annotated[Resources, Depends(resources)]

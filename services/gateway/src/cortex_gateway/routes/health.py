@@ -2,13 +2,14 @@
 
 import asyncio
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
 
 from cortex_gateway.auth import ResourcesDep
+from cortex_gateway.strict_query import refuse_unknown_query
 
-router = APIRouter(tags=["health"])
+router = APIRouter(tags=["health"], dependencies=[Depends(refuse_unknown_query)])
 
 
 # HEAD too, for load balancers and uptime monitors that probe with it (left out of the OpenAPI document,
