@@ -8,7 +8,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, Field, StrictInt, StringConstraints, model_validator
 
-from cortex_contracts.base import BIGINT_MAX, NO_NUL, WireModel
+from cortex_contracts.base import BIGINT_MAX, NO_NUL, WireModel, is_blank
 
 
 def tag_key(text: str) -> str:
@@ -21,6 +21,26 @@ def tag_key(text: str) -> str:
 Tag = Annotated[
     str, StringConstraints(min_length=1, max_length=64, strip_whitespace=True, pattern=NO_NUL), AfterValidator(tag_key)
 ]
+
+
+def _class_or_none(doc_class: str | None) -> str | None:
+    """A class is kept without surrounding white space, and a blank one names none, as an absent one does:
+    before (QA 42), `""` and `"  "` became Type facet values that no filter could select, and `" spec"` one
+    beside `spec`."""
+    return None if doc_class is None or is_blank(doc_class) else doc_class.strip()
+
+
+def _named_source(source: str) -> str:
+    """A source is kept without surrounding white space; a blank one is refused (a document comes from
+    somewhere, and the Source facet has no value for nowhere)."""
+    if is_blank(source):
+        raise ValueError("source must not be blank")
+    return source.strip()
+
+
+# Length and NUL are checked as sent, the white space then dropped.
+DocClass = Annotated[str | None, Field(max_length=64, pattern=NO_NUL), AfterValidator(_class_or_none)]
+Source = Annotated[str, Field(min_length=1, max_length=64, pattern=NO_NUL), AfterValidator(_named_source)]
 MAX_BODY_CHARS = 1024 * 1024
 
 TYPE_DOCUMENT_UPSERTED = "kb.document.upserted"
@@ -60,8 +80,9 @@ class DocumentUpserted(WireModel):
     organization_id: UUID = Field(description="Owning organization; must match the envelope's orgid.")
     work_id: UUID | None = Field(default=None, description="Work the document belongs to; absent = org-scoped.")
     title: str = Field(min_length=1, max_length=300, pattern=NO_NUL, description="Document title.")
-    doc_class: str | None = Field(
-        default=None, max_length=64, pattern=NO_NUL, description="Document class, e.g. `spec`."
+    doc_class: DocClass = Field(
+        default=None,
+        description="Document class, e.g. `spec`; surrounding white space is dropped, and a blank class is none.",
     )
     status: DocumentStatus = Field(default=DocumentStatus.PUBLISHED, description="Lifecycle status.")
     tags: list[Tag] = Field(default_factory=list, max_length=32, description="Free-form tags.")
@@ -69,8 +90,9 @@ class DocumentUpserted(WireModel):
         default=None, max_length=MAX_BODY_CHARS, pattern=NO_NUL, description="Markdown or plain text."
     )
     body_ref: ObjectRef | None = Field(default=None, description="Body in the Object Store instead of inline.")
-    source: str = Field(
-        default="kb", min_length=1, max_length=64, pattern=NO_NUL, description="Producing system, e.g. `kb`."
+    source: Source = Field(
+        default="kb",
+        description="Producing system, e.g. `kb`; surrounding white space is dropped, and a blank one is refused.",
     )
     version: StrictInt = Field(
         ge=0,

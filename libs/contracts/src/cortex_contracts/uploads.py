@@ -5,7 +5,7 @@ from uuid import UUID, uuid5
 from pydantic import Field, StrictInt
 
 from cortex_contracts.base import BIGINT_MAX, NO_NUL, WireModel
-from cortex_contracts.documents import ObjectRef, Tag
+from cortex_contracts.documents import DocClass, ObjectRef, Tag
 
 TYPE_UPLOAD_CREATED = "kb.upload.created"
 UPLOAD_DOCUMENTS = UUID("9d3c1f52-7a4e-4b8e-a1d6-3f0e2c5b7a90")
@@ -24,8 +24,9 @@ class UploadCreated(WireModel):
     media_type: str = Field(min_length=1, max_length=200, pattern=NO_NUL, description="e.g. `application/pdf`.")
     size_bytes: int = Field(ge=0, le=BIGINT_MAX, description="Size of the file.")
     object: ObjectRef | None = Field(default=None, description="Where the bytes are.")
-    doc_class: str | None = Field(
-        default=None, max_length=64, pattern=NO_NUL, description="Class of the document made from it."
+    doc_class: DocClass = Field(
+        default=None,
+        description="Class of the document made from it; surrounding white space is dropped, a blank class is none.",
     )
     tags: list[Tag] = Field(default_factory=list, max_length=32, description="Tags of the document made from it.")
     version: StrictInt | None = Field(
