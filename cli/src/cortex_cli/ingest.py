@@ -5,23 +5,30 @@ large). Any other file — HTML, PDF, DOCX, XLSX, PPTX, or one no extractor read
 as it is, announced by `kb.<org>.upload.created`: the indexer extracts its text, or records why it cannot.
 
 The two forms are two documents (a text file's, and the one the indexer makes from an upload). A file that
-changes form (a text file emptied, or grown past a body's size) is one item still: its earlier form, if
-live, is deleted (`kb.<org>.document.deleted`) once the new one is published, and its object with it.
+changes form (a text file emptied, or grown past a body's size) is one item still: once the new form is
+published, the other is deleted (`kb.<org>.document.deleted`) at a newer version, always, and its object
+with it if that form is live.
+
+A file that cannot be published (unreadable, say) is one error line; the others are still published.
 """
 
 import asyncio
 import contextlib
+import hashlib
+import sys
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from nats.errors import ConnectionClosedError, ConnectionReconnectingError
 from nats.js.errors import ObjectNotFoundError
+from pydantic import ValidationError
 from sqlalchemy import text
 from tqdm import tqdm
 
-from cortex_cli.unreachable import connect_nats
+from cortex_cli.unreachable import Unreachable, connect_nats
 from cortex_contracts import subjects
 from cortex_contracts.base import WireModel, is_blank
 from cortex_contracts.documents import (
@@ -40,6 +47,7 @@ from cortex_extractors.media_types import TEXT_TYPES
 from cortex_extractors.plain_text import decode_text
 from cortex_messaging.buckets import BODY_BUCKET, UPLOAD_BUCKET, Buckets, stored_if_large
 from cortex_messaging.connection import disconnect
+from cortex_messaging.delivery import brief
 from cortex_messaging.publisher import publish_event
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.tenancy import bind_organization
@@ -56,22 +64,41 @@ class IngestOptions:
     tags: tuple[str, ...]
 
 
+def _file_bytes(name: str) -> bytes:
+    """A file name's bytes as the file system holds them: Python reads bytes that are not UTF-8 (`caf\\xe9.md`)
+    as surrogate escapes, which no UTF-8 text can carry, and gives them back here."""
+    return name.encode("utf-8", "surrogateescape")
+
+
+def readable(name: str) -> str:
+    """A file name as text an event can carry: bytes that are not UTF-8 become U+FFFD."""
+    return _file_bytes(name).decode("utf-8", "replace")
+
+
 def title_of(path: Path, body: str) -> str:
     """The first markdown H1, else the file name."""
+    stem = readable(path.stem)
     for line in body.splitlines()[:50]:
         if line.startswith("# "):
-            return line[2:].strip()[:300] or path.stem
-    return path.stem[:300]
+            return line[2:].strip()[:300] or stem
+    return stem[:300]
+
+
+def _file_uuid(name: str) -> uuid.UUID:
+    """`uuid.uuid5(FILE_NAMESPACE, name)` over the name's bytes, which uuid5 cannot take from a name with
+    surrogate escapes: a name it could take keeps the id it gave (the same UTF-8 bytes)."""
+    digest = hashlib.sha1(FILE_NAMESPACE.bytes + _file_bytes(name), usedforsecurity=False).digest()
+    return uuid.UUID(bytes=digest[:16], version=5)
 
 
 def document_id_for(options: IngestOptions, path: Path) -> uuid.UUID:
     """Stable per organization and file: ingesting the file again updates the same document."""
-    return uuid.uuid5(FILE_NAMESPACE, f"{options.organization_id}:{path.resolve()}")
+    return _file_uuid(f"{options.organization_id}:{path.resolve()}")
 
 
 def upload_id_for(options: IngestOptions, path: Path) -> uuid.UUID:
     """Stable per organization and file, like document ids: uploading the file again replaces it."""
-    return uuid.uuid5(FILE_NAMESPACE, f"upload:{options.organization_id}:{path.resolve()}")
+    return _file_uuid(f"upload:{options.organization_id}:{path.resolve()}")
 
 
 def forms_of(options: IngestOptions, path: Path) -> tuple[uuid.UUID, uuid.UUID]:
@@ -174,7 +201,7 @@ async def _publish_upload(
         upload_id=upload_id,
         organization_id=options.organization_id,
         work_id=options.work_id,
-        filename=path.name[:500],
+        filename=readable(path.name)[:500],
         media_type=media_type,
         size_bytes=len(data),
         object=ref,
@@ -186,42 +213,76 @@ async def _publish_upload(
     return upload_id
 
 
-async def _retract(buckets: Buckets, document_id: uuid.UUID, stored_as: ObjectRef, options: IngestOptions) -> None:
-    """Delete the document, and the object that held its body or file (when it was large enough for one)."""
+async def _retract(
+    buckets: Buckets, document_id: uuid.UUID, stored_as: ObjectRef | None, options: IngestOptions
+) -> None:
+    """Delete the document at a version newer than any published so far, and the object `stored_as` that
+    held its body or file (when it was large enough for one)."""
     payload = DocumentDeleted(document_id=document_id, organization_id=options.organization_id, version=_version())
     await _announce(buckets, TYPE_DOCUMENT_DELETED, subjects.kb_document_deleted, document_id, payload, options)
-    with contextlib.suppress(ObjectNotFoundError):
-        await (await buckets.get(stored_as.bucket)).delete(stored_as.name)
+    if stored_as is not None:
+        with contextlib.suppress(ObjectNotFoundError):
+            await (await buckets.get(stored_as.bucket)).delete(stored_as.name)
 
 
 async def ingest_file(
     buckets: Buckets, path: Path, options: IngestOptions, live: set[uuid.UUID] | frozenset[uuid.UUID] = frozenset()
 ) -> str:
-    """Publish one file, and delete its other form if `live` holds it; returns the media type it was published as."""
+    """Publish one file, and delete its other form; returns the media type it was published as.
+
+    The deletion is sent whether or not the other form is live: an ingest of a moment ago may have published
+    it and the indexer not have stored it yet, and it would then stay beside this one. At a newer version the
+    deletion wins whichever comes first (the indexer keeps a tombstone, and refuses the older event after it);
+    with nothing there it leaves only the tombstone. The other form's object is deleted only if `live` holds
+    that form: an event still on its way reads it, and would be dead-lettered for want of it.
+    """
     data = await asyncio.to_thread(path.read_bytes)
-    media_type = detect_media_type(path.name, data)
+    media_type = detect_media_type(readable(path.name), data)
     body = _inline_text(data) if media_type in TEXT_TYPES else None
     as_text, as_upload = forms_of(options, path)
     if body is not None and not is_blank(body):
         await _publish_document(buckets, path, body, options)
-        earlier, stored_as = as_upload, _upload_object(options, upload_id_for(options, path))
+        other, stored_as = as_upload, _upload_object(options, upload_id_for(options, path))
     else:  # text it cannot send as such, or none: the indexer says why it cannot be read, as for any file
         await _publish_upload(buckets, path, data, media_type, options)
-        earlier, stored_as = as_text, _body_object(options, as_text)
-    if earlier in live:
-        await _retract(buckets, earlier, stored_as, options)
+        other, stored_as = as_text, _body_object(options, as_text)
+    await _retract(buckets, other, stored_as if other in live else None, options)
     return media_type
 
 
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror  # its str() names the file again
+    if isinstance(exc, ValidationError):
+        return brief(exc)
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _report(path: Path, exc: Exception) -> None:
+    """One line on standard error for a file that was not published (its name as the shell would show it)."""
+    name = _file_bytes(str(path)).decode("utf-8", "backslashreplace")
+    tqdm.write(f"error: {name}: {_reason(exc)}", file=sys.stderr)
+
+
 async def ingest_files(nats_url: str, database_url: str, paths: list[Path], options: IngestOptions) -> int:
+    """Publish each file; returns how many were published. A file that fails is one line on standard error
+    and the next file goes on; a lost NATS connection, which every next file would meet, ends the run."""
     live = await live_forms(database_url, options, paths)
     nc = await connect_nats(nats_url)
     published = 0
     try:
         buckets = Buckets(nc.jetstream())
         for path in tqdm(paths, unit="file", disable=len(paths) < 10):
-            await ingest_file(buckets, path, options, live)
-            published += 1
+            try:
+                await ingest_file(buckets, path, options, live)
+            except (ConnectionClosedError, ConnectionReconnectingError) as exc:
+                raise Unreachable(
+                    f"lost the connection to NATS at {nats_url} after publishing {published} of {len(paths)} file(s)"
+                ) from exc
+            except Exception as exc:  # noqa: BLE001 -- one file's failure, said; the others still go
+                _report(path, exc)
+            else:
+                published += 1
     finally:
         await disconnect(nc)
     return published

@@ -185,6 +185,9 @@ def _ingest(args: argparse.Namespace) -> int:
     options = IngestOptions(organization_id=org, work_id=args.work, doc_class=args.doc_class, tags=tuple(args.tag))
     count = asyncio.run(ingest_files(where.nats_url, where.database_url, paths, options))
     print(f"published {count} file(s) for {args.org}")
+    if count < len(paths):  # each one said why, above
+        print(f"error: {len(paths) - count} of {len(paths)} file(s) not published", file=sys.stderr)
+        return 1
     return 0
 
 
