@@ -190,6 +190,25 @@ async def test_a_markdown_body_too_large_for_an_event_travels_through_the_object
     assert await lexical_ids(org.member, last) == [str(document_id)]  # from the last chunk
 
 
+async def test_text_without_spaces_is_indexed_in_bounded_passages(
+    migrated: Infrastructure, org: Org, tmp_path: Path
+) -> None:
+    """Before: minified JSON was one passage whose words overflowed PostgreSQL's 1 MB tsvector, and the
+    upload was retried, then dead-lettered, with no item at all (QA 42)."""
+    first, last = word("first"), word("last")
+    # Two-byte letters: words enough to overflow the tsvector in fewer characters (fewer passages to embed).
+    fields = ",".join(f'"ключ{i}":"значение{i}"' for i in range(30_000))
+    minified = f'{{"opening":"{first}",{fields},"closing":"{last}"}}'
+    assert " " not in minified
+    paths = await ingest(migrated, org, tmp_path, {"minified.txt": minified.encode()})
+
+    document_id = document_id_for(options_for(org), paths["minified.txt"])
+    detail = await detail_when(org.member, document_id, status="published")
+    assert detail["body"] == minified
+    assert await lexical_ids(org.member, first) == [str(document_id)]
+    assert await lexical_ids(org.member, last) == [str(document_id)]
+
+
 async def test_a_large_body_ingested_again_replaces_its_object(
     migrated: Infrastructure, org: Org, js: JetStreamContext, tmp_path: Path
 ) -> None:

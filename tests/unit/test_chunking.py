@@ -1,8 +1,17 @@
-"""Splitting a document into passages: heading paths, code fences, word limits with overlap."""
+"""Splitting a document into passages: heading paths, code fences, unit limits with overlap, NFC."""
 
 import itertools
+import unicodedata
 
-from cortex_indexer.chunking import MAX_WORDS, OVERLAP_WORDS, Chunk, chunk_document
+from cortex_indexer.chunking import (
+    MAX_HEADING_CHARS,
+    MAX_UNIT_CHARS,
+    MAX_WORDS,
+    OVERLAP_WORDS,
+    Chunk,
+    chunk_document,
+    units_of,
+)
 
 
 def words(prefix: str, n: int) -> str:
@@ -114,3 +123,50 @@ def test_content_hash_is_stable_and_follows_the_text() -> None:
     assert len(one.content_hash) == 64
     assert edited.content_hash != one.content_hash
     assert renamed.content_hash != one.content_hash
+
+
+def units(chunk: Chunk) -> int:
+    return len(units_of(chunk.text))
+
+
+def test_text_without_spaces_is_cut_into_bounded_passages_that_keep_it_whole() -> None:
+    minified = '{"k":' * 60_000  # 300,000 characters, not one space: one word to a whitespace splitter
+    cjk = "東京都は日本の首都であり、人口が最も多い都市です。" * 400
+
+    for body in (minified, cjk):
+        chunks = chunk_document("Doc", body)
+
+        assert len(chunks) > 10
+        assert all(units(c) <= MAX_WORDS for c in chunks)
+        assert all(len(c.text) <= MAX_WORDS * MAX_UNIT_CHARS for c in chunks)
+        assert all(c.text in body for c in chunks)  # nothing inserted between characters
+        assert body.startswith(chunks[0].text) and body.endswith(chunks[-1].text)
+
+
+def test_a_heading_line_of_spaces_is_read_in_linear_time_and_kept_short() -> None:
+    # "# x", 100,000 spaces, "y": the backtracking heading pattern took hours on this line.
+    (chunk,) = chunk_document("Doc", "# x" + " " * 100_000 + "y\n\nBody.")
+
+    assert chunk.heading.startswith("Doc › x ")
+    assert len(chunk.heading) <= len("Doc › ") + MAX_HEADING_CHARS
+    assert chunk.text == "Body."
+
+
+def test_setext_and_closed_atx_headings_become_the_heading_path() -> None:
+    body = "Setup\n=====\n\nInstall.\n\nLinux\n-----\n\nUse apt.\n\n## Usage ##\n\nRun it.\n\n---\n\nAfter a rule."
+
+    chunks = chunk_document("Guide", body)
+
+    assert [(c.heading, c.text) for c in chunks] == [
+        ("Guide › Setup", "Install."),
+        ("Guide › Setup › Linux", "Use apt."),
+        ("Guide › Setup › Usage", "Run it.\n\n---\n\nAfter a rule."),
+    ]
+
+
+def test_text_is_kept_in_nfc() -> None:
+    decomposed = unicodedata.normalize("NFD", "Café crème")
+
+    (chunk,) = chunk_document(decomposed, decomposed)
+
+    assert (chunk.heading, chunk.text) == ("Café crème", "Café crème")

@@ -1,5 +1,5 @@
 """chunker `heading-paragraph` (the default), registered as a `cortex.chunker` entry point: the indexer's
-heading- and paragraph-aware, word-bounded, overlapping chunking (`chunking.chunk_document`)."""
+heading- and paragraph-aware, token-bounded, overlapping chunking (`chunking.chunk_document`)."""
 
 from cortex_indexer.chunking import MAX_WORDS, OVERLAP_WORDS, Chunk, chunk_document
 

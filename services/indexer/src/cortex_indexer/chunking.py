@@ -1,18 +1,27 @@
-"""Split markdown or plain text into passages: heading-aware, paragraph-aware, word-bounded, overlapping.
+"""Split markdown or plain text into passages: heading-aware, paragraph-aware, token-bounded, overlapping.
 
 A passage carries its heading path ("Title › Section › Subsection") so that both the lexical and the
 dense index see what it is about. all-MiniLM-L6-v2 reads at most 256 word pieces, so passages stay
-well under that.
+well under that. The bound counts units that approximate word pieces: a word, a run of at most
+`MAX_UNIT_CHARS` characters of a longer one (minified JSON, a hash), or one CJK character (such
+text has no spaces). Text is kept in Unicode NFC so that a query matches however it was typed.
 """
 
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass
+
+from cortex_extractors.markdown_headings import atx_heading, is_fence, setext_level
 
 MAX_WORDS = 160
 OVERLAP_WORDS = 30
-HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-FENCE = re.compile(r"^\s*(```|~~~)")
+MAX_UNIT_CHARS = 16
+MAX_HEADING_CHARS = 200
+# Scripts written without spaces between words: Hangul Jamo, CJK radicals to ideographs (kana
+# included), Hangul syllables, compatibility ideographs, full-width forms.
+_WIDE = "\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+UNIT = re.compile(rf"[{_WIDE}]|[^\s{_WIDE}]{{1,{MAX_UNIT_CHARS}}}")
 
 
 @dataclass(frozen=True)
@@ -29,6 +38,10 @@ class Chunk:
         return f"{self.heading}\n\n{self.text}"
 
 
+def _short(heading: str) -> str:
+    return heading if len(heading) <= MAX_HEADING_CHARS else heading[: MAX_HEADING_CHARS - 1] + "…"
+
+
 def _sections(body: str) -> list[tuple[list[str], list[str]]]:
     """(heading path, paragraphs) per section; headings inside code fences are text."""
     sections: list[tuple[list[str], list[str]]] = []
@@ -42,17 +55,23 @@ def _sections(body: str) -> list[tuple[list[str], list[str]]]:
             paragraphs.append("\n".join(current).strip())
             current.clear()
 
+    def start_section(level: int, heading: str) -> None:
+        nonlocal path
+        end_paragraph()
+        if paragraphs:
+            sections.append((list(path), list(paragraphs)))
+            paragraphs.clear()
+        path = [*path[: level - 1], _short(heading)]
+
     for line in body.splitlines():
-        if FENCE.match(line):
+        if is_fence(line):
             in_fence = not in_fence
-        heading = None if in_fence else HEADING.match(line)
+        heading = None if in_fence else atx_heading(line)
+        underline = None if in_fence or len(current) != 1 else setext_level(line)
         if heading:
-            end_paragraph()
-            if paragraphs:
-                sections.append((list(path), list(paragraphs)))
-                paragraphs.clear()
-            level = len(heading.group(1))
-            path = [*path[: level - 1], heading.group(2)]
+            start_section(*heading)
+        elif underline and current[0].strip():
+            start_section(underline, current.pop().strip())
         elif not line.strip() and not in_fence:
             end_paragraph()
         else:
@@ -63,33 +82,39 @@ def _sections(body: str) -> list[tuple[list[str], list[str]]]:
     return sections
 
 
-def _windows(words: list[str]) -> list[str]:
-    """Split an over-long run of words into overlapping windows."""
+def units_of(text: str) -> list[tuple[int, int]]:
+    """Where each unit of `text` starts and ends."""
+    return [match.span() for match in UNIT.finditer(text)]
+
+
+def _windows(paragraph: str, units: list[tuple[int, int]]) -> list[str]:
+    """Split an over-long paragraph into overlapping windows of at most MAX_WORDS units."""
     step = MAX_WORDS - OVERLAP_WORDS
-    return [" ".join(words[start : start + MAX_WORDS]) for start in range(0, max(len(words) - OVERLAP_WORDS, 1), step)]
+    starts = range(0, max(len(units) - OVERLAP_WORDS, 1), step)
+    return [paragraph[units[start][0] : units[min(start + MAX_WORDS, len(units)) - 1][1]] for start in starts]
 
 
 def _pack(paragraphs: list[str]) -> list[str]:
-    """Greedily pack whole paragraphs into passages of at most MAX_WORDS words."""
+    """Greedily pack whole paragraphs into passages of at most MAX_WORDS units."""
     passages: list[str] = []
     current: list[str] = []
     size = 0
     for paragraph in paragraphs:
-        words = paragraph.split()
-        if len(words) > MAX_WORDS:
+        units = units_of(paragraph)
+        if len(units) > MAX_WORDS:
             if current:
                 passages.append("\n\n".join(current))
                 current, size = [], 0
-            passages.extend(_windows(words))
+            passages.extend(_windows(paragraph, units))
             continue
-        if size + len(words) > MAX_WORDS and current:
+        if size + len(units) > MAX_WORDS and current:
             passages.append("\n\n".join(current))
             # Overlap only as far as the next paragraph leaves room: no passage exceeds MAX_WORDS.
-            room = min(OVERLAP_WORDS, MAX_WORDS - len(words))
-            tail = current[-1].split()[-room:] if size > OVERLAP_WORDS and room > 0 else []
-            current, size = ([" ".join(tail)] if tail else []), len(tail)
+            last = units_of(current[-1])
+            keep = min(OVERLAP_WORDS, MAX_WORDS - len(units), len(last)) if size > OVERLAP_WORDS else 0
+            current, size = ([current[-1][last[-keep][0] :]], keep) if keep > 0 else ([], 0)
         current.append(paragraph)
-        size += len(words)
+        size += len(units)
     if current:
         passages.append("\n\n".join(current))
     return passages
@@ -97,8 +122,9 @@ def _pack(paragraphs: list[str]) -> list[str]:
 
 def chunk_document(title: str, body: str) -> list[Chunk]:
     """Passages of a document; a document with an empty body still gets one passage (its title)."""
+    title = unicodedata.normalize("NFC", title)
     chunks: list[Chunk] = []
-    for path, paragraphs in _sections(body):
+    for path, paragraphs in _sections(unicodedata.normalize("NFC", body)):
         heading = " › ".join([title, *path])
         for text in _pack(paragraphs):
             chunks.append(Chunk(ordinal=len(chunks), heading=heading, text=text))
