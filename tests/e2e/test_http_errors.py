@@ -12,6 +12,7 @@ import httpx
 import pytest
 from nats.aio.client import Client as NATS
 
+from cortex_gateway.http_protocol import MAX_HEAD_BYTES
 from cortex_gateway.tokens import issue_token
 from tests.conftest import Org
 from tests.events import IndexedWatcher, search_ids
@@ -193,6 +194,62 @@ async def test_a_request_head_too_large_is_a_431_problem(org: Org, headers: str)
     assert b"content-type: application/problem+json" in head.lower()
     assert problem["status"] == 431
     assert "over 128 KiB or has over 100 headers" in problem["detail"]
+
+
+def head_of(size: int, request_line: bytes = b"GET /healthz HTTP/1.1", *, close: bool = True) -> bytes:
+    """A request head (request line, headers, the blank line) of exactly `size` bytes."""
+    start = request_line + b"\r\nHost: x\r\n" + (b"Connection: close\r\n" if close else b"") + b"X-Pad: "
+    head = start + b"a" * (size - len(start) - 4) + b"\r\n\r\n"
+    assert len(head) == size
+    return head
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["in one write", "all but its end first"])
+@pytest.mark.parametrize(
+    ("size", "status"), [(MAX_HEAD_BYTES, 200), (MAX_HEAD_BYTES + 1, 431)], ids=["128 KiB", "128 KiB + 1"]
+)
+async def test_the_head_limit_is_exact(org: Org, size: int, status: int, split: bool) -> None:
+    """Before (QA 42): what arrived was parsed before it was counted, so a head that ended in the read that
+    crossed the limit was served, up to ~192 KiB."""
+    request = head_of(size)
+    url = org.member.base_url
+    reader, writer = await asyncio.open_connection(url.host, url.port)
+    if split:  # the gateway reads the first part alone, within the limit and without the head's end
+        writer.write(request[: MAX_HEAD_BYTES - 100])
+        await writer.drain()
+        await asyncio.sleep(0.3)
+        request = request[MAX_HEAD_BYTES - 100 :]
+    writer.write(request)
+    answer = await asyncio.wait_for(reader.read(), 30)
+    writer.close()
+
+    head, body = answer.split(b"\r\n\r\n", 1)
+    assert head.startswith(f"HTTP/1.1 {status} ".encode()), head
+    if status == 431:
+        assert json.loads(body)["detail"] == "The request's head is over 128 KiB or has over 100 headers."
+    else:
+        assert json.loads(body) == {"status": "ok"}
+
+
+async def test_a_head_of_the_limit_with_its_body_in_the_same_write_reaches_the_app(org: Org) -> None:
+    body = b'{"content": "' + b"a" * 300 * 1024 + b'"}'
+    request_line = b"POST /api/memory/entries HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: "
+    head, problem = await raw_exchange(org, head_of(MAX_HEAD_BYTES, request_line + str(len(body)).encode()) + body)
+
+    assert (head.split(b" ")[1], problem["status"]) == (b"401", 401), head  # no credentials: the app's answer
+
+
+async def test_a_head_pipelined_behind_another_request_is_counted_from_where_that_one_ended(org: Org) -> None:
+    """Two requests in one write; the second's head is exactly the limit: both are served."""
+    url = org.member.base_url
+    reader, writer = await asyncio.open_connection(url.host, url.port)
+    writer.write(head_of(300, close=False) + head_of(MAX_HEAD_BYTES))
+    answer = await asyncio.wait_for(reader.read(), 30)
+    writer.close()
+
+    assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+    assert answer.count(b"HTTP/1.1 200 ") == 2, answer[:200]
+    assert b"HTTP/1.1 431" not in answer
 
 
 async def test_a_request_with_a_body_in_the_same_packets_as_its_head_is_taken(org: Org) -> None:

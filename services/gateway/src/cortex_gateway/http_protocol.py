@@ -5,7 +5,9 @@ Such a request never reaches the app:
   that are not HTTP (400);
 - one whose head (request line and headers) runs past 128 KiB, or that has more than 100 headers (431).
   Before (QA 30), a 64 MiB header was read, parsed and handed to the app, and every other request on
-  the gateway waited behind it.
+  the gateway waited behind it. The parser is given no more than the limit still allows, so a head of
+  128 KiB is served and one byte more is not (before, QA 42: what arrived was parsed first and counted
+  after, and a head that ended in the read that crossed the limit, up to ~192 KiB, was served).
 uvicorn answers the first in plain text and has no bound for the second; every other error of the API is
 `application/problem+json` (RFC 9457), and a client should not need a second error parser.
 """
@@ -31,24 +33,46 @@ class TooManyHeaders(Exception):
 
 
 class ProblemHttpProtocol(HttpToolsProtocol):
-    _head_bytes = 0  # received since the current request's head began
-    _head_done = False
+    _head_bytes = 0  # received of the current request's head: since the request before it ended
+    _in_head = True  # between requests or in a head (what arrives is counted), not in a body
+    _heads_ended = 0
     _too_many_headers = False
     _refused = False  # answered 431: what still comes is dropped unread
 
     def data_received(self, data: bytes) -> None:
-        if self._refused:
-            return
-        super().data_received(data)
-        if self._head_done or self.transport.is_closing():
-            return
-        self._head_bytes += len(data)
-        if self._head_bytes > MAX_HEAD_BYTES:
-            self._refuse_head()
+        start = 0
+        while start < len(data) and not (self._refused or self.transport.is_closing()):
+            # A body is parsed in parts of the limit's size too, so that a head pipelined behind it and ended
+            # within one part is within the limit.
+            room = MAX_HEAD_BYTES - self._head_bytes if self._in_head else MAX_HEAD_BYTES
+            if room <= 0:  # the head goes on past the limit
+                self._refuse_head()
+                return
+            end = min(start + room, len(data))
+            if not self._parse(data, start, end):
+                return
+            start = end
+
+    def _parse(self, data: bytes, start: int, end: int) -> bool:
+        """Parse `data[start:end]` and count what of it is a head not yet ended. False: drop the rest (the
+        parser stopped at an upgrade, as uvicorn drops what follows one in a read)."""
+        went_on, heads_ended = self._in_head, self._heads_ended
+        super().data_received(data if start == 0 and end == len(data) else data[start:end])
+        if not self._in_head:
+            return True
+        if went_on and self._heads_ended == heads_ended:  # all of it is the head's (or blank lines before it)
+            self._head_bytes += end - start
+        else:
+            # A request began after another one's end within this part (pipelined): it is what follows the
+            # part's last blank line — exact behind a request without a body or with a chunked one (which
+            # ends in a blank line); behind a Content-Length body, it may count some of that body too.
+            blank_line = data.rfind(b"\r\n\r\n", start, end)
+            self._head_bytes = end - (blank_line + 4 if blank_line >= 0 else start)
+        return not self.parser.should_upgrade()
 
     def on_message_begin(self) -> None:
+        self._in_head = True
         super().on_message_begin()
-        self._head_done = False
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if len(self.headers) >= MAX_HEADERS:
@@ -57,8 +81,12 @@ class ProblemHttpProtocol(HttpToolsProtocol):
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
-        self._head_done, self._head_bytes = True, 0
+        self._in_head, self._head_bytes, self._heads_ended = False, 0, self._heads_ended + 1
         super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._in_head = True  # what comes next begins the next request's head
+        super().on_message_complete()
 
     def send_400_response(self, msg: str) -> None:
         if self._too_many_headers:
