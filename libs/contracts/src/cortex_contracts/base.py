@@ -26,6 +26,11 @@ def is_blank(text: str) -> bool:
     return all(char.isspace() or ord(char) in _IGNORABLE or unicodedata.category(char) in ("Cf", "Cc") for char in text)
 
 
+def nfc(text: str) -> str:
+    """One spelling of what reads the same: "café" with é, or with e and U+0301 (the indexer keeps text so)."""
+    return unicodedata.normalize("NFC", text)
+
+
 class WireModel(BaseModel):
     """Strict, camelCase-on-the-wire model; Python code uses snake_case names."""
 

@@ -2,7 +2,6 @@
 
 import hashlib
 import json
-import unicodedata
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Any, Protocol, runtime_checkable
@@ -10,7 +9,7 @@ from uuid import UUID, uuid5
 
 from pydantic import AfterValidator, Field, model_validator
 
-from cortex_contracts.base import NO_NUL, WireModel, is_blank
+from cortex_contracts.base import NO_NUL, WireModel, is_blank, nfc
 from cortex_contracts.json_metadata import JsonMetadata
 
 MAX_ENTRY_CHARS = 8192
@@ -52,7 +51,7 @@ def _has_text(content: str) -> str:
 def _nfc(content: str) -> str:
     """One spelling of what reads the same: "café" typed with é or with e + U+0301 is one memory, with one
     id (QA 36: two entries). Only canonical equivalents are folded: case and white space are kept."""
-    folded = unicodedata.normalize("NFC", content)
+    folded = nfc(content)
     if len(folded) > MAX_ENTRY_CHARS:  # some characters grow in NFC (U+0958 is two): the limit holds as stored
         raise ValueError(f"content is over {MAX_ENTRY_CHARS} characters in Unicode NFC ({len(folded)})")
     return folded
@@ -143,7 +142,7 @@ class EntryRemembered(WireModel):
 
 class RecallRequest(WireModel):
     organization_id: UUID
-    q: str = Field(min_length=1, max_length=4000, pattern=NO_NUL)
+    q: Annotated[str, AfterValidator(nfc)] = Field(min_length=1, max_length=4000, pattern=NO_NUL)
     limit: int = Field(default=10, ge=1, le=MAX_RECALL_LIMIT)
     partition: list[MemoryPartition] = Field(default_factory=list, max_length=5)
     tier: list[MemoryTier] = Field(default_factory=list, max_length=4)

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, Field, StringConstraints
 
-from cortex_contracts.base import NO_NUL, WireModel
+from cortex_contracts.base import NO_NUL, WireModel, nfc
 from cortex_contracts.documents import tag_key
 from cortex_contracts.memory import AgentMemories, Recalled
 from cortex_contracts.memory_item import ItemStatus, MemoryItem
@@ -16,7 +16,9 @@ MAX_FEED_LIMIT = 100
 MAX_FILTER_VALUES = 50
 MAX_QUERY_CHARS = 4000
 Query = Annotated[
-    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS, pattern=NO_NUL)
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS, pattern=NO_NUL),
+    AfterValidator(nfc),
 ]
 FilterText = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=NO_NUL)]
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from cortex_aggregator.corpus_stats import Corpus
 from cortex_aggregator.filters import DocumentFilter
+from cortex_aggregator.lexical_index import SCORE_DECIMALS
 from cortex_store.ann_graph import graph_candidates
 from cortex_store.org_reads import OrgReads
 from cortex_store.vector_text import vector_literal
@@ -43,6 +44,9 @@ def _lexical(where: DocumentFilter) -> str:
     PostgreSQL types them as integers from `:k1 + 1`, and 1.5 and 0.75 arrive as 1 and 0. The corpus
     statistics (N, average length) are parameters (corpus_stats.py: a big org's are remembered for a
     while), so a word's df may exceed a remembered N by a few documents: the idf takes the larger.
+    Scores are rounded to `SCORE_DECIMALS` places, as in memory: the hash aggregate sums a document's
+    words in no fixed order, and equal scores differing in the last bit ranked by that noise, not by id,
+    so a page ranked here and the next ranked in memory repeated or skipped documents (QA 43).
     """
     return f"""
 WITH q AS MATERIALIZED (
@@ -64,9 +68,9 @@ WITH q AS MATERIALIZED (
     GROUP BY t.lexeme
 ), ranked AS (
     SELECT t.document_id,
-           sum(w.w * t.tf * (CAST(:k1 AS float8) + 1)
+           round(sum(w.w * t.tf * (CAST(:k1 AS float8) + 1)
                / (t.tf + CAST(:k1 AS float8) * (1 - CAST(:b AS float8) + CAST(:b AS float8) * t.dl / corpus.avgdl))
-           ) AS score
+           )::numeric, {SCORE_DECIMALS})::float8 AS score
     FROM terms t JOIN weights w USING (lexeme) CROSS JOIN corpus
     WHERE true{_restrict(where, "t.document_id")}
     GROUP BY t.document_id ORDER BY score DESC, t.document_id LIMIT :n
