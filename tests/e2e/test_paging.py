@@ -72,6 +72,32 @@ async def test_a_search_pages_through_every_match_once(org: Org, documents: list
     assert sorted(document_id for page in found for document_id in page) == sorted(documents)
 
 
+async def test_a_cursor_holds_for_the_same_query_however_it_is_spelled(org: Org, documents: list[str]) -> None:
+    """Before: the next page was refused as "another query" when the filters came in another order, when a
+    sort or mode that a feed without q ignores changed, or when the default sort was named (QA 43)."""
+    expected = await pages(org.member, {"limit": 10, "status": "published"})
+    searched = await pages(org.member, {"limit": 10, "q": "capybara sighting"})
+    spellings = [
+        (
+            [("status", "published"), ("status", "failed"), ("sort", "updated"), ("mode", "semantic")],
+            [("status", "failed"), ("status", "published")],
+            expected,
+        ),
+        (
+            [("q", "capybara sighting")],
+            [("q", "capybara sighting"), ("sort", "relevance"), ("mode", "hybrid")],
+            searched,
+        ),
+    ]
+    for first_page, next_page, pages_expected in spellings:
+        first = await org.member.get("/api/memory", params=[("limit", 10), *first_page])
+        assert first.status_code == 200, first.text
+        cursor = first.json()["nextCursor"]
+        following = await org.member.get("/api/memory", params=[("limit", 10), *next_page, ("cursor", cursor)])
+        assert following.status_code == 200, following.text
+        assert [item["id"] for item in following.json()["items"]] == pages_expected[1]
+
+
 MANY = 120
 WORDS = [
     "river",

@@ -7,16 +7,21 @@ import hmac
 import json
 from typing import Any
 
-from pydantic import BaseModel
+from cortex_contracts.rpc import FeedFilters
 
 
 class BadCursor(ValueError):
     pass
 
 
-def query_key(request: BaseModel, fields: set[str]) -> str:
-    """What binds a cursor to the request it was made for: these fields of it, hashed."""
-    return hashlib.sha256(request.model_dump_json(include=fields).encode()).hexdigest()[:16]
+def query_key(parts: dict[str, object]) -> str:
+    """What binds a cursor to the request it was made for: the parts that decide its pages, hashed."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def filter_sets(filters: FeedFilters) -> dict[str, list[str]]:
+    """Filters as the sets they are: `type=a&type=b` on one page and `type=b&type=a` on the next is one query."""
+    return {name: sorted({str(value) for value in values}) for name, values in filters}
 
 
 class CursorCodec:

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Callable
 from typing import TypeVar
 
-from cortex_aggregator.cursor import BadCursor, CursorCodec, query_key
+from cortex_aggregator.cursor import BadCursor, CursorCodec, filter_sets, query_key
 from cortex_aggregator.facet_index import Counted, Mask, OrgIndex
 from cortex_aggregator.facet_indexes import FacetIndexes
 from cortex_aggregator.filters import FACETS, active_values
@@ -128,7 +128,8 @@ async def facets(indexes: FacetIndexes, lexical: LexicalIndexes | None, request:
 
 def _query_key(request: FacetValuesRequest) -> str:
     """A cursor is only valid for the request (org, facet, query, filters) it was made for."""
-    return query_key(request, {"organization_id", "facet", "q", "filters"})
+    parts = {"org": request.organization_id, "facet": request.facet, "q": request.q}
+    return query_key(parts | {"filters": filter_sets(request.filters)})
 
 
 def _after(cursors: CursorCodec, request: FacetValuesRequest) -> tuple[int, str, str] | None:

@@ -11,7 +11,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from cortex_aggregator import items, retrieval
 from cortex_aggregator.corpus_stats import CorpusStats
-from cortex_aggregator.cursor import BadCursor, CursorCodec, query_key
+from cortex_aggregator.cursor import BadCursor, CursorCodec, filter_sets, query_key
 from cortex_aggregator.dense_plan import DensePlan
 from cortex_aggregator.facet_index import Key, from_micros, to_micros
 from cortex_aggregator.facet_indexes import FacetIndexes
@@ -66,8 +66,12 @@ class Legs:
 
 
 def _query_key(request: FeedRequest) -> str:
-    """A cursor is only valid for the request (org, query, filters, sort) it was made for."""
-    return query_key(request, {"organization_id", "q", "filters", "sort", "mode"})
+    """A cursor is only valid for a request with the pages it was made for: the org, the filters, and with a
+    query, the query, the sort and the mode (without one, the newest come first whatever they say)."""
+    parts: dict[str, object] = {"org": request.organization_id, "filters": filter_sets(request.filters)}
+    if request.q:
+        parts |= {"q": request.q, "sort": request.sort or Sort.RELEVANCE, "mode": request.mode}
+    return query_key(parts)
 
 
 def _cursor_state(ctx: FeedContext, request: FeedRequest) -> dict[str, object] | None:
