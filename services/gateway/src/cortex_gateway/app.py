@@ -10,6 +10,7 @@ from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 
 from cortex_gateway.access import make_access_pool
 from cortex_gateway.credentials import JwtVerifier
+from cortex_gateway.head_requests import HeadAsGet
 from cortex_gateway.limits import BodyLimit, RateLimit
 from cortex_gateway.problems import install_problem_handlers
 from cortex_gateway.resources import Resources
@@ -92,6 +93,7 @@ def create_app(
     app.state.plugins = PluginRegistry.from_environment()  # pins now; plugins load on first use
     app.add_middleware(RateLimit, per_minute=settings.rate_limit_per_minute, burst=settings.rate_limit_burst)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(HeadAsGet)  # HEAD wherever GET, its body dropped
     # One server span per request; not one more per ASGI send/receive (two or three per request).
     FastAPIInstrumentor.instrument_app(app, excluded_urls="healthz,readyz", exclude_spans=["receive", "send"])
     return app

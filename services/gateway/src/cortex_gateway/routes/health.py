@@ -12,15 +12,12 @@ from cortex_gateway.strict_query import refuse_unknown_query
 router = APIRouter(tags=["health"], dependencies=[Depends(refuse_unknown_query)])
 
 
-# HEAD too, for load balancers and uptime monitors that probe with it (left out of the OpenAPI document,
-# where it would repeat the GET operation).
-@router.head("/healthz", include_in_schema=False)
+# HEAD too, for load balancers and uptime monitors that probe with it, as every GET route (head_requests.py).
 @router.get("/healthz", summary="The process is up")
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.head("/readyz", include_in_schema=False)
 @router.get("/readyz", summary="NATS and PostgreSQL both answer", responses={503: {"description": "Not ready"}})
 async def readyz(res: ResourcesDep) -> JSONResponse:
     checks = {"nats": res.nc.is_connected, "postgres": False}
