@@ -30,3 +30,18 @@ def test_a_name_that_is_not_utf8_has_ids_of_its_own(tmp_path: Path) -> None:
     assert len(ids | {document_id_for(OPTIONS, utf8), upload_id_for(OPTIONS, utf8)}) == 4
     assert title_of(latin1, "no heading") == "caf\ufffd"
     assert title_of(latin1, "# Menu\n") == "Menu"
+
+
+@pytest.mark.parametrize(
+    ("body", "title"),
+    [
+        ("---\ntitle: Release plan\n---\n\n# Heading\n", "Release plan"),
+        ("```sh\n# a comment\n```\n\n# Deploying\n", "Deploying"),
+        ("Overview\n========\n\nText.", "Overview"),
+        ("# Notes #\n", "Notes"),
+        ("## A section only\n", "plan"),
+    ],
+)
+def test_a_text_files_title_is_read_as_the_markdown_extractor_reads_it(body: str, title: str) -> None:
+    """Before: only a line starting with "# " counted, so a shell comment in a code block titled the file."""
+    assert title_of(Path("/notes/plan.md"), body) == title

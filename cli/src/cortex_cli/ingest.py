@@ -42,7 +42,8 @@ from cortex_contracts.envelope import new_envelope
 from cortex_contracts.uploads import TYPE_UPLOAD_CREATED, UploadCreated, upload_document_id
 from cortex_extractors import detect_media_type
 from cortex_extractors.errors import CorruptFile
-from cortex_extractors.limits import MAX_INPUT_BYTES, MAX_TEXT_CHARS
+from cortex_extractors.limits import MAX_INPUT_BYTES, MAX_TEXT_CHARS, short_title
+from cortex_extractors.markdown import first_heading
 from cortex_extractors.media_types import TEXT_TYPES
 from cortex_extractors.plain_text import decode_text
 from cortex_messaging.buckets import BODY_BUCKET, UPLOAD_BUCKET, Buckets, stored_if_large
@@ -76,12 +77,8 @@ def readable(name: str) -> str:
 
 
 def title_of(path: Path, body: str) -> str:
-    """The first markdown H1, else the file name."""
-    stem = readable(path.stem)
-    for line in body.splitlines()[:50]:
-        if line.startswith("# "):
-            return line[2:].strip()[:300] or stem
-    return stem[:300]
+    """The title the markdown extractor reads (front matter's `title:`, else the first H1), else the file name."""
+    return first_heading(body) or short_title(readable(path.stem)) or "untitled"
 
 
 def _file_uuid(name: str) -> uuid.UUID:
