@@ -1,5 +1,6 @@
 """Plain text: decoded as UTF-8 (or UTF-16 with a byte-order mark, or windows-1252 when it is not UTF-8);
-binary data is refused, not garbled."""
+binary data is refused, not garbled. UTF-8 with a few stray legacy bytes is read as UTF-8, those bytes as
+windows-1252."""
 
 import codecs
 import re
@@ -11,6 +12,7 @@ from cortex_extractors.media_types import PLAIN_TEXT
 
 CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")  # binary data has them, text (but \t \n \f \r) not
 UNASSIGNED_IN_1252 = re.compile(rb"([\x81\x8d\x8f\x90\x9d])")
+STRAY_BYTE = re.compile("[\udc80-\udcff]")  # a byte UTF-8 could not decode, as Python's surrogateescape keeps it
 BOM_ENCODINGS = (
     (codecs.BOM_UTF8, "utf-8-sig"),
     (codecs.BOM_UTF16_LE, "utf-16"),
@@ -23,6 +25,8 @@ def decode_text(data: bytes, encoding: str | None = None) -> str:
 
     Undeclared (`encoding` None), it is UTF-8, or else windows-1252 when it holds no control bytes but
     blanks: the web's own default for unlabelled pages, and what legacy Western text files are written in.
+    UTF-8 but for a few stray bytes (no more than its multi-byte characters), it is UTF-8 with those bytes
+    read as windows-1252: one Latin-1 `ï` pasted into UTF-8 text used to make all of it mojibake.
     """
     declared = next((name for bom, name in BOM_ENCODINGS if data.startswith(bom)), encoding)
     encoding = declared or "utf-8"
@@ -30,7 +34,7 @@ def decode_text(data: bytes, encoding: str | None = None) -> str:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         if declared is None and not CONTROL_BYTES.search(data):
-            return _windows_1252(data)
+            return _mostly_utf8(data) or _windows_1252(data)
         raise CorruptFile(
             f"not {encoding.upper()} text: undecodable byte 0x{data[exc.start]:02x} at offset {exc.start} "
             "(binary data with a text file's type or name?)"
@@ -40,12 +44,25 @@ def decode_text(data: bytes, encoding: str | None = None) -> str:
     return text
 
 
+def _mostly_utf8(data: bytes) -> str | None:
+    """`data` as UTF-8, its undecodable bytes as windows-1252; None when those outnumber its multi-byte
+    characters. Read so, windows-1252 text differs only where two or three of its characters happen to
+    spell a UTF-8 one (`Ã©` for `é`): a rare pair among many high bytes, not most of them."""
+    text = data.decode("utf-8", "surrogateescape")
+    stray = len(STRAY_BYTE.findall(text))
+    multi_byte = len(text) - len(text.encode("ascii", "ignore")) - stray
+    return text.translate(_STRAY_AS_1252) if multi_byte >= stray else None
+
+
 def _windows_1252(data: bytes) -> str:
     # Its five unassigned bytes map to the C1 controls of the same number, as the WHATWG Encoding standard has it.
     return "".join(
         chunk.decode("cp1252") if index % 2 == 0 else chunk.decode("latin-1")
         for index, chunk in enumerate(UNASSIGNED_IN_1252.split(data))
     )
+
+
+_STRAY_AS_1252 = {0xDC00 + byte: _windows_1252(bytes([byte])) for byte in range(0x80, 0x100)}
 
 
 def bounded(text: str) -> str:

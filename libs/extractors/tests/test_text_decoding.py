@@ -1,0 +1,35 @@
+"""Text that says no charset: UTF-8, windows-1252, and UTF-8 with a few stray windows-1252 bytes in it."""
+
+import pytest
+
+from cortex_extractors import extract, media_types
+from cortex_extractors.errors import CorruptFile
+
+STRAY_LATIN_1 = "Le café du coin — naïve?".encode().replace("ï".encode(), b"\xef")  # one byte pasted from Latin-1
+
+
+@pytest.mark.parametrize(
+    ("media_type", "data", "text"),
+    [
+        (media_types.PLAIN_TEXT, STRAY_LATIN_1, "Le café du coin — naïve?"),
+        (media_types.MARKDOWN, b"# Caf\xc3\xa9\n\nna\xefve", "# Café\n\nnaïve"),
+        (media_types.HTML, b"<p>Stra\xc3\x9fe \xe2\x82\xac 10, gr\xfcn</p>", "Straße € 10, grün"),
+        (media_types.PLAIN_TEXT, "€ ünï ".encode() + b"\x80 and \x81", "€ ünï € and \x81"),  # \x81: unassigned
+        (media_types.PLAIN_TEXT, "日本語".encode() + b" \xe2\x82 cut", "日本語 â‚ cut"),  # a truncated sequence
+    ],
+)
+def test_utf8_with_a_few_stray_bytes_is_utf8_and_they_are_windows_1252(media_type: str, data: bytes, text: str) -> None:
+    """Before: all of it was read as windows-1252, so every correct character was mojibake (`cafÃ©`)."""
+    assert extract(media_type, data, "notes.txt").text == text
+
+
+def test_windows_1252_text_where_two_bytes_happen_to_spell_utf8_stays_windows_1252() -> None:
+    text = "Marché Ã© café crème brûlée"
+    data = text.encode("cp1252")
+    assert b"\xc3\xa9" in data  # `Ã©` is UTF-8 for `é`, but the other accented letters are not UTF-8
+    assert extract(media_types.PLAIN_TEXT, data, "legacy.txt").text == text
+
+
+def test_stray_bytes_with_control_bytes_are_still_refused_as_binary() -> None:
+    with pytest.raises(CorruptFile, match="not UTF-8 text"):
+        extract(media_types.PLAIN_TEXT, "café".encode() + b"\xef\x01\x02", "blob.txt")
