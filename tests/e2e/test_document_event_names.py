@@ -1,6 +1,6 @@
 """A document event's docClass and source are facet values: kept without surrounding white space, a blank
-class is none, and a blank source is refused (QA 42: `""`, `"  "` and `" spec "` each became a facet value
-that no filter could select)."""
+class is none, and a blank source is refused; so is a blank title, and a padded one is trimmed (QA 42: `""`,
+`"  "` and `" spec "` each became a facet value that no filter could select)."""
 
 import uuid
 from typing import Any
@@ -46,7 +46,7 @@ async def test_a_blank_class_is_none_and_a_padded_class_or_source_is_trimmed(
         org.id,
         upsert_event(org.id, empty, title="Empty class", body="One.", version=1, docClass=""),
         upsert_event(org.id, blank, title="Blank class", body="Two.", version=1, docClass=" \t "),
-        upsert_event(org.id, padded, title="Padded", body="Three.", version=1, docClass="  spec ", source=" wiki  "),
+        upsert_event(org.id, padded, title=" Padded\n", body="Three.", version=1, docClass="  spec ", source=" wiki  "),
         upsert_event(org.id, plain, title="Plain", body="Four.", version=1, docClass="spec", source="wiki"),
     )
 
@@ -56,18 +56,19 @@ async def test_a_blank_class_is_none_and_a_padded_class_or_source_is_trimmed(
     assert "docClass" not in await item(org, empty)
     assert "docClass" not in await item(org, blank)
     trimmed = await item(org, padded)
-    assert (trimmed["docClass"], trimmed["source"]) == ("spec", "wiki")
+    assert (trimmed["title"], trimmed["docClass"], trimmed["source"]) == ("Padded", "spec", "wiki")
     assert await filtered_ids(org, type="spec") == sorted([str(padded), str(plain)])
     assert await filtered_ids(org, source="wiki") == sorted([str(padded), str(plain)])
 
 
-async def test_a_blank_source_is_dead_lettered_with_its_reason(
-    org: Org, js: JetStreamContext, nats_client: NATS
+@pytest.mark.parametrize(("field", "blank"), [("source", "   "), ("title", " \u200b ")])
+async def test_a_blank_source_or_title_is_dead_lettered_with_its_reason(
+    org: Org, js: JetStreamContext, nats_client: NATS, field: str, blank: str
 ) -> None:
     watcher = await IndexedWatcher().start(nats_client, org.id)
     nowhere, after = uuid.uuid4(), uuid.uuid4()
 
-    await publish_upsert(js, upsert_event(org.id, nowhere, title="From nowhere", body="x", version=1, source="   "))
+    await publish_upsert(js, upsert_event(org.id, nowhere, body="x", version=1, **{"title": "Named", field: blank}))
     await publish_upsert(js, upsert_event(org.id, after, title="After it", body="Still indexed.", version=1))
 
     await watcher.wait_for(after, 1)
@@ -75,5 +76,5 @@ async def test_a_blank_source_is_dead_lettered_with_its_reason(
     (letter,) = await read_dead_letters(js, org.id, 1)
     assert letter.subject == f"dlq.{subjects.kb_document_upserted(org.id)}"
     assert letter.headers["Cortex-Dlq-Reason"] == "poison message"
-    assert "source must not be blank" in letter.record["error"]
+    assert f"{field} must not be blank" in letter.record["error"]
     assert await search_ids(org.member) == [str(after)]

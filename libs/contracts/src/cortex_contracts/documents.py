@@ -38,9 +38,18 @@ def _named_source(source: str) -> str:
     return source.strip()
 
 
+def _titled(title: str) -> str:
+    """A title is kept without surrounding white space; a blank one is refused, as a note's is (a list of
+    untitled items says nothing)."""
+    if is_blank(title):
+        raise ValueError("title must not be blank")
+    return title.strip()
+
+
 # Length and NUL are checked as sent, the white space then dropped.
 DocClass = Annotated[str | None, Field(max_length=64, pattern=NO_NUL), AfterValidator(_class_or_none)]
 Source = Annotated[str, Field(min_length=1, max_length=64, pattern=NO_NUL), AfterValidator(_named_source)]
+Title = Annotated[str, Field(min_length=1, max_length=300, pattern=NO_NUL), AfterValidator(_titled)]
 MAX_BODY_CHARS = 1024 * 1024
 
 TYPE_DOCUMENT_UPSERTED = "kb.document.upserted"
@@ -79,7 +88,7 @@ class DocumentUpserted(WireModel):
     document_id: UUID = Field(description="Stable id of the document, chosen by the producer.")
     organization_id: UUID = Field(description="Owning organization; must match the envelope's orgid.")
     work_id: UUID | None = Field(default=None, description="Work the document belongs to; absent = org-scoped.")
-    title: str = Field(min_length=1, max_length=300, pattern=NO_NUL, description="Document title.")
+    title: Title = Field(description="Document title; surrounding white space is dropped, and a blank one is refused.")
     doc_class: DocClass = Field(
         default=None,
         description="Document class, e.g. `spec`; surrounding white space is dropped, and a blank class is none.",
