@@ -64,3 +64,37 @@ def test_deep_nesting_in_a_hidden_element_takes_linear_time() -> None:
     started = time.process_time()
     assert extract(media_types.HTML, page).text == "visible\n\nafter"
     assert time.process_time() - started < 15
+
+
+@pytest.mark.parametrize(
+    ("page", "text"),
+    [
+        pytest.param(b"<p>before</p><dialog><p>secret<p>more secret</dialog><p>after", "before\n\nafter", id="dialog"),
+        pytest.param(b"<dialog><form>secret<dialog>inner</dialog>still</form></dialog>after", "after", id="nested"),
+        pytest.param(b"<dialog open><p>shown</dialog><p>after", "shown\n\nafter", id="open-dialog"),
+        pytest.param(b'<DIALOG OPEN=""><p>shown</DIALOG>', "shown", id="open-dialog-uppercase"),
+    ],
+)
+def test_a_dialog_is_shown_only_when_open(page: bytes, text: str) -> None:
+    """Before: a closed dialog's text was indexed, though browsers show a dialog only with `open`."""
+    assert extract(media_types.HTML, page).text == text
+
+
+@pytest.mark.parametrize(
+    "element",
+    [
+        '<video src="talk.mp4"><p>Your browser does not support video.</p></video>',
+        '<audio controls><source src="a.ogg">No audio support.</audio>',
+        "<canvas>Charts need a canvas.</canvas>",
+        '<input list="l"><datalist id="l"><option>suggestion</option></datalist>',
+        "<noembed>no embed support</noembed>",
+        "<noframes>no frame support</noframes>",
+        "<template><p>inert</p></template>",
+        "<noscript><p>turn on JavaScript</p></noscript>",
+    ],
+)
+def test_content_browsers_do_not_render_is_not_text(element: str) -> None:
+    """Fallback content (of media and canvas), display:none elements of the HTML spec's rendering section
+    (datalist, noembed, noframes), inert templates and no-script content: none is shown."""
+    page = f"<p>before</p>{element}<p>after</p>".encode()
+    assert extract(media_types.HTML, page).text == "before\n\nafter"

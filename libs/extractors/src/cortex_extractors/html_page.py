@@ -1,4 +1,5 @@
-"""HTML: the text a reader sees. Never the content of script, style, template, noscript or hidden elements.
+"""HTML: the text a reader sees. Never the content of script, style, template, noscript or hidden elements,
+of a dialog not open, nor the fallback content of media, canvas, iframe and object elements.
 
 Headings become `#` lines, list items `- ` lines, table cells are joined with ` | `; the page's first
 `<title>` (else the first heading) is the title, not the title of an inline SVG icon.
@@ -14,7 +15,14 @@ from cortex_extractors.limits import BoundedText, short_title
 from cortex_extractors.media_types import HTML
 from cortex_extractors.plain_text import decode_text
 
-INVISIBLE = frozenset({"script", "style", "template", "noscript", "iframe", "object"})
+# Not rendered: raw text, inert or no-script content, what the HTML spec's rendering section says is display:
+# none (datalist, noembed, noframes), and the fallback content of elements that show something else instead.
+INVISIBLE = frozenset(
+    {
+        "script", "style", "template", "noscript", "noembed", "noframes", "datalist",
+        "iframe", "object", "video", "audio", "canvas",
+    }
+)  # fmt: skip
 FOREIGN_LABELS = frozenset({"title", "desc"})  # an SVG's name and description: a tooltip at most, never shown
 HEADINGS = {f"h{level}": level for level in range(1, 7)}
 BLOCKS = frozenset(
@@ -45,7 +53,9 @@ AS_IN_BROWSERS = {"ascii": "cp1252", "iso8859-1": "cp1252", "iso8859-9": "cp1254
 LABELS_PYTHON_LACKS = {"windows-874": "cp874", "x-mac-cyrillic": "mac-cyrillic"}
 
 
-def _hidden(attrs: list[tuple[str, str | None]]) -> bool:
+def _hidden(tag: str, attrs: list[tuple[str, str | None]]) -> bool:
+    if tag == "dialog" and all(name != "open" for name, _ in attrs):
+        return True  # a closed dialog: `dialog:not([open]) { display: none }` in browsers' own style sheet
     return any(name == "hidden" or (name == "style" and value and DISPLAY_NONE.search(value)) for name, value in attrs)
 
 
@@ -67,7 +77,7 @@ class _VisibleText(HTMLParser):
             if not self._skipping.start(tag):
                 return
             self._skipping = None  # the tag ended the invisible element, and is itself outside it
-        if tag not in VOID and (tag in INVISIBLE or _hidden(attrs) or self._not_the_title(tag)):
+        if tag not in VOID and (tag in INVISIBLE or _hidden(tag, attrs) or self._not_the_title(tag)):
             self._skipping = InvisibleElement(tag, in_foreign=self._foreign > 0)
             return
         if tag in FOREIGN_ROOTS:
