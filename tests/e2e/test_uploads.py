@@ -274,6 +274,28 @@ async def test_an_upload_declared_as_another_type_is_read_as_what_its_bytes_are(
     assert await lexical_ids(org.member, said) == [str(upload_document_id(upload_id))]
 
 
+async def test_an_upload_without_a_title_or_a_name_to_show_is_untitled(org: Org, js: JetStreamContext) -> None:
+    """A document's title must not be blank: a file with no title of its own and a name of white space and
+    zero-width characters is "untitled", not dead-lettered."""
+    said, upload_id = word("nameless"), uuid.uuid4()
+    data = f"No heading here, only {said}.".encode()
+    store = await js.create_object_store(f"nameless-{uuid.uuid4().hex[:12]}", ObjectStoreConfig())
+    await store.put(f"{org.id}/nameless", data)
+    upload = UploadCreated(
+        upload_id=upload_id,
+        organization_id=org.id,
+        filename=" \u200b ",
+        media_type=media_types.PLAIN_TEXT,
+        size_bytes=len(data),
+        object=ObjectRef.owned(store._name, org.id, "nameless"),
+    )
+    await announce(js, upload)
+
+    detail = await detail_when(org.member, upload_document_id(upload_id), status="published")
+    assert detail["item"]["title"] == "untitled"
+    assert await lexical_ids(org.member, said) == [str(upload_document_id(upload_id))]
+
+
 async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_and_the_next_still_indexed(
     migrated: Infrastructure, org: Org, js: JetStreamContext, tmp_path: Path
 ) -> None:

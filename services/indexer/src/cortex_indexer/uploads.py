@@ -23,6 +23,7 @@ from cortex_messaging.delivery import PoisonMessage
 
 SOURCE = "upload"
 MAX_TITLE_CHARS = 300
+UNTITLED = "untitled"
 NO_TEXT = "empty: the file holds no text"
 NO_TEXT_IN_PDF = f"{NO_TEXT} (a scanned PDF or an image needs OCR first)"
 
@@ -80,9 +81,12 @@ async def _text(js: JetStreamContext, workers: ExtractionWorkers, upload: Upload
 
 def _title(extracted: str | None, filename: str) -> str:
     """The file's own title (without NULs, which PostgreSQL text cannot hold: a PDF's metadata may have
-    them), else its name."""
-    title = (extracted or "").replace("\x00", "").strip()
-    return (title or PurePath(filename).stem or filename)[:MAX_TITLE_CHARS]
+    them), else its name, else "untitled": a document's title must not be blank."""
+    for candidate in (extracted or "", PurePath(filename).stem, filename):
+        title = candidate.replace("\x00", "")[:MAX_TITLE_CHARS]
+        if not is_blank(title):
+            return title
+    return UNTITLED
 
 
 async def index_upload(
