@@ -40,6 +40,7 @@ def test_a_name_that_is_not_utf8_has_ids_of_its_own(tmp_path: Path) -> None:
         ("Overview\n========\n\nText.", "Overview"),
         ("# Notes #\n", "Notes"),
         ("## A section only\n", "plan"),
+        ("# \u200b\n", "plan"),  # a blank title would be refused
     ],
 )
 def test_a_text_files_title_is_read_as_the_markdown_extractor_reads_it(body: str, title: str) -> None:

@@ -78,7 +78,10 @@ def readable(name: str) -> str:
 
 def title_of(path: Path, body: str) -> str:
     """The title the markdown extractor reads (front matter's `title:`, else the first H1), else the file name."""
-    return first_heading(body) or short_title(readable(path.stem)) or "untitled"
+    for title in (first_heading(body), short_title(readable(path.stem))):
+        if title and not is_blank(title):
+            return title
+    return "untitled"
 
 
 def _file_uuid(name: str) -> uuid.UUID:
