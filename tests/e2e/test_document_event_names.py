@@ -59,6 +59,7 @@ async def test_a_blank_class_is_none_and_a_padded_class_or_source_is_trimmed(
     assert (trimmed["title"], trimmed["docClass"], trimmed["source"]) == ("Padded", "spec", "wiki")
     assert await filtered_ids(org, type="spec") == sorted([str(padded), str(plain)])
     assert await filtered_ids(org, source="wiki") == sorted([str(padded), str(plain)])
+    assert await filtered_ids(org, type=" spec ", source="wiki\t") == sorted([str(padded), str(plain)])
 
 
 @pytest.mark.parametrize(("field", "blank"), [("source", "   "), ("title", " \u200b ")])

@@ -20,7 +20,8 @@ Query = Annotated[
     StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS, pattern=NO_NUL),
     AfterValidator(nfc),
 ]
-FilterText = Annotated[str, StringConstraints(min_length=1, max_length=200, pattern=NO_NUL)]
+# Kept without surrounding white space, as the values they select are (a blank one is refused).
+FilterText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=NO_NUL)]
 
 
 class Sort(StrEnum):
