@@ -152,3 +152,15 @@ def test_html_options_and_svg_text_stay_words_of_their_own() -> None:
 
 def test_html_without_a_title_takes_its_first_heading() -> None:
     assert extract(media_types.HTML, b"<h2>Only heading</h2><p>x</p>").title == "Only heading"
+
+
+def test_pptx_table_rows_keep_empty_cells_as_empty_fields() -> None:
+    """Columns stay where they are, as in DOCX tables: an empty cell is an empty field between separators."""
+    table = [["Owner", "Due", "Status"], ["Ada", "", "done"], ["", "", "open"], ["Bo", "May", ""]]
+    extracted = extract(media_types.PPTX, samples.pptx_file([("Tasks", "This week")], table=table))
+    assert extracted.text.split("\n\n")[-1].splitlines() == [
+        "Owner | Due | Status",
+        "Ada |  | done",
+        "|  | open",
+        "Bo | May |",
+    ]

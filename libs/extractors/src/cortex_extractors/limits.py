@@ -63,9 +63,12 @@ class BoundedText:
         return "\n\n".join(self._blocks)
 
 
-def short_title(title: str | None) -> str | None:
-    """One line, at most `MAX_TITLE_CHARS`; None when nothing is left."""
+def short_title(title: str | None, *, placeholders: frozenset[str] = frozenset()) -> str | None:
+    """One line, at most `MAX_TITLE_CHARS`; None when nothing is left, or when it is one of `placeholders`
+    (in any case): the title a generator gives every new file, which names none of them."""
     if title is None:
         return None
     flat = " ".join(title.split())
+    if flat.casefold() in placeholders:
+        return None
     return flat[:MAX_TITLE_CHARS] or None

@@ -14,6 +14,10 @@ from cortex_extractors.limits import MAX_PARSED_PART_BYTES, MAX_SLIDES, BoundedT
 from cortex_extractors.media_types import PPTX
 from cortex_extractors.office_package import check_package
 
+# Core-properties titles that name no deck: PowerPoint's for a new presentation (python-pptx's too, for a
+# package without core properties). In lower case, as `short_title` compares them.
+PLACEHOLDER_TITLES = frozenset({"powerpoint presentation"})
+
 
 def flattened(shapes: Iterable[BaseShape]) -> Iterator[BaseShape]:
     """Shapes in reading order, with the members of groups in place of the groups."""
@@ -55,7 +59,7 @@ class PresentationExtractor:
                     _add_shape(out, shape)
             if slide.has_notes_slide and (notes := slide.notes_slide.notes_text_frame) is not None:
                 out.add(notes.text)
-        title = short_title(presentation.core_properties.title) or first_title
+        title = short_title(presentation.core_properties.title, placeholders=PLACEHOLDER_TITLES) or first_title
         return Extracted(title=title, text=out.text())
 
 

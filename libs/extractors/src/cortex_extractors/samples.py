@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from docx import Document
 from openpyxl import Workbook
 from pptx import Presentation
+from pptx.util import Inches
 from pypdf import PdfReader, PdfWriter
 
 TITLE_AND_CONTENT = 1  # slide layout of python-pptx's default template
@@ -108,9 +109,17 @@ def xlsx_with_parts(parts: Mapping[str, bytes], content_types: str = "") -> byte
     return out.getvalue()
 
 
-def pptx_file(slides: Sequence[tuple[str, str]], *, notes: Mapping[int, str] | None = None) -> bytes:
-    """A PPTX with a Title-and-Content slide per (title, body); `notes` maps slide index → speaker notes."""
+def pptx_file(
+    slides: Sequence[tuple[str, str]],
+    *,
+    notes: Mapping[int, str] | None = None,
+    table: Sequence[Sequence[str]] = (),
+    core_title: str = "",
+) -> bytes:
+    """A PPTX with a Title-and-Content slide per (title, body); `notes` maps slide index → speaker notes, a
+    `table` goes on the last slide, below its body."""
     presentation = Presentation()
+    presentation.core_properties.title = core_title
     for index, (title, body) in enumerate(slides):
         slide = presentation.slides.add_slide(presentation.slide_layouts[TITLE_AND_CONTENT])
         assert slide.shapes.title is not None
@@ -118,6 +127,12 @@ def pptx_file(slides: Sequence[tuple[str, str]], *, notes: Mapping[int, str] | N
         slide.placeholders[1].text = body
         if notes and index in notes:
             slide.notes_slide.notes_text_frame.text = notes[index]
+    if table:
+        shapes = presentation.slides[-1].shapes
+        grid = shapes.add_table(len(table), len(table[0]), Inches(1), Inches(5), Inches(8), Inches(2)).table
+        for row, values in zip(grid.rows, table, strict=True):
+            for cell, value in zip(row.cells, values, strict=True):
+                cell.text = value
     out = io.BytesIO()
     presentation.save(out)
     return out.getvalue()

@@ -28,6 +28,9 @@ from cortex_extractors.word_text import blocks, paragraph_text, table_rows
 
 NOTES = (w.FOOTNOTE, w.ENDNOTE)
 NOTE_TYPES = frozenset({"normal"})  # the others are the separator lines between the body and the notes
+# A core-properties title that names no document: python-docx's for a package saved without core properties.
+# In lower case, as `short_title` compares them.
+PLACEHOLDER_TITLES = frozenset({"word document"})
 
 
 def heading_level(name: str) -> int:
@@ -91,7 +94,9 @@ class WordExtractor:
             if text not in shown:
                 shown.add(text)
                 out.add(text)
-        return Extracted(title=short_title(package.title) or first_heading, text=out.text())
+        return Extracted(
+            title=short_title(package.title, placeholders=PLACEHOLDER_TITLES) or first_heading, text=out.text()
+        )
 
 
 extractor = WordExtractor()
