@@ -1,5 +1,6 @@
 """Caps that keep one upload from exhausting the indexer: input size, pages, sheets, rows, output text."""
 
+import unicodedata
 from collections.abc import Iterable
 
 from cortex_extractors.errors import TooLarge
@@ -14,6 +15,9 @@ MAX_ARCHIVE_MEMBERS = 10_000
 MAX_UNPACKED_BYTES = 256 * 1024 * 1024
 MAX_PARSED_PART_BYTES = 64 * 1024 * 1024  # an XML part a reader parses (DOCX/PPTX hold trees, XLSX shared strings)
 MAX_TITLE_CHARS = 300
+# The control characters that are not white space (C0, DEL, C1): a bell or an escape in a PDF's or DOCX's
+# metadata is nothing to show. Those that are (tab, line and unit separators, NEL) part words, as spaces do.
+_CONTROLS: dict[int, None] = dict.fromkeys(c for c in (*range(0x20), *range(0x7F, 0xA0)) if not chr(c).isspace())
 
 
 def check_count(what: str, count: int, limit: int) -> None:
@@ -64,11 +68,12 @@ class BoundedText:
 
 
 def short_title(title: str | None, *, placeholders: frozenset[str] = frozenset()) -> str | None:
-    """One line, at most `MAX_TITLE_CHARS`; None when nothing is left, or when it is one of `placeholders`
-    (in any case): the title a generator gives every new file, which names none of them."""
+    """One line without control characters, at most `MAX_TITLE_CHARS`; None when nothing is left but format
+    characters (zero-width spaces, joiners: nothing to see), or when it is one of `placeholders` (in any
+    case): the title a generator gives every new file, which names none of them."""
     if title is None:
         return None
-    flat = " ".join(title.split())
-    if flat.casefold() in placeholders:
+    flat = " ".join(title.translate(_CONTROLS).split())
+    if flat.casefold() in placeholders or all(char == " " or unicodedata.category(char) == "Cf" for char in flat):
         return None
-    return flat[:MAX_TITLE_CHARS] or None
+    return flat[:MAX_TITLE_CHARS]
