@@ -9,6 +9,7 @@ took ~25 s to read for ~2 MB of text.
 import io
 from collections.abc import Iterator
 from datetime import date, datetime, time
+from decimal import Decimal
 from typing import Any
 
 from openpyxl import load_workbook
@@ -29,13 +30,23 @@ from cortex_extractors.media_types import XLSX
 from cortex_extractors.office_package import check_package
 
 LAST_ROW = 1_048_576  # a sheet's last row: Excel opens no file with rows past it
+POSITIONAL_BELOW = 1e21  # whole numbers are written out in digits below it (as JavaScript prints numbers)
+
+
+def number_text(value: float) -> str:
+    """The shortest repr of `value`; a whole number in its digits, without `.0` or exponent: `1E+16` as
+    10000000000000000, and Excel's `1.23456789012346E+18` (it keeps 15 digits) as 1234567890123460000, not
+    as the float's exact value, 1234567890123460096, whose last digits are binary rounding."""
+    if not value.is_integer() or abs(value) >= POSITIONAL_BELOW:
+        return repr(value)
+    return format(Decimal(repr(value)).normalize(), "f") if value else "0"
 
 
 def cell_text(value: Any) -> str:
     if value is None:
         return ""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
+    if isinstance(value, float):
+        return number_text(value)
     if isinstance(value, datetime) and value.time() == time(0):
         return value.date().isoformat()  # a date cell: Excel stores dates as datetimes at midnight
     if isinstance(value, datetime | date | time):
