@@ -1,6 +1,11 @@
-"""XLSX cell values as text: numbers in their digits, as they are cached in the sheet's XML."""
+"""XLSX cell values as text: numbers in their digits, as they are cached in the sheet's XML; times, dates and
+durations as their number formats show them."""
+
+import io
+from datetime import timedelta
 
 import pytest
+from openpyxl import Workbook
 
 from cortex_extractors import extract, media_types, samples
 
@@ -33,3 +38,40 @@ def _sheet_text(*values: str) -> str:
 )
 def test_a_number_reads_as_its_digits(cached: str, text: str) -> None:
     assert _sheet_text(cached) == text
+
+
+def _formatted_cell_text(value: float | timedelta, number_format: str) -> str:
+    """The text of a sheet whose one cell holds `value` under `number_format`, as openpyxl writes it."""
+    workbook = Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    sheet.title = "S"
+    sheet.cell(row=1, column=1, value=value).number_format = number_format
+    out = io.BytesIO()
+    workbook.save(out)
+    return extract(media_types.XLSX, out.getvalue()).text.removeprefix("# S\n\n")
+
+
+@pytest.mark.parametrize(
+    ("value", "number_format", "text"),
+    [
+        (timedelta(hours=30, minutes=15), "[h]:mm", "30:15:00"),  # before: 1 day, 6:15:00
+        (1.2604166666666667, "[h]:mm:ss", "30:15:00"),
+        (2.5, "[hh]:mm", "60:00:00"),  # before: 2 days, 12:00:00
+        (-0.5, "[h]:mm", "-12:00:00"),  # before: -1 day, 12:00:00
+        (0.75, "[mm]:ss", "18:00:00"),
+        (timedelta(seconds=90, milliseconds=250), "[h]:mm:ss.000", "0:01:30.25"),
+        (1.75, "h:mm", "18:00:00"),  # before: 1900-01-01T18:00:00 (a timesheet's 42 hours, as Excel shows them)
+        (3.5, "h:mm:ss AM/PM", "12:00:00"),  # before: 1900-01-02T12:00:00
+        (45000.75, "[$-409]h:mm;@", "18:00:00"),  # before: 2023-03-15T18:00:00
+        (45000.5, "yyyy-mm-dd", "2023-03-15"),  # before: 2023-03-15T12:00:00, a time its format does not show
+        (45000.5, "d mmmm", "2023-03-15"),
+        (45000.5, "yyyy-mm-dd hh:mm", "2023-03-15T12:00:00"),  # both shown: both kept
+        (0.5, "h:mm", "12:00:00"),
+        (0.5, '"hours" 0.00', "0.5"),  # a literal `h` in quotes: not a time
+    ],
+)
+def test_a_time_or_duration_reads_as_its_format_shows_it(
+    value: float | timedelta, number_format: str, text: str
+) -> None:
+    assert _formatted_cell_text(value, number_format) == text

@@ -7,8 +7,8 @@ took ~25 s to read for ~2 MB of text.
 """
 
 import io
-from collections.abc import Iterator
-from datetime import date, datetime, time
+from collections.abc import Iterator, Mapping
+from datetime import date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
@@ -16,6 +16,7 @@ from openpyxl import load_workbook
 from openpyxl.worksheet._read_only import ReadOnlyWorksheet
 from openpyxl.worksheet._reader import WorkSheetParser
 
+from cortex_extractors.cell_formats import Shown, as_shown, shown_parts
 from cortex_extractors.errors import CorruptFile, TooLarge
 from cortex_extractors.extracted import Extracted
 from cortex_extractors.limits import (
@@ -42,6 +43,17 @@ def number_text(value: float) -> str:
     return format(Decimal(repr(value)).normalize(), "f") if value else "0"
 
 
+def duration_text(value: timedelta) -> str:
+    """An elapsed time (a `[h]:mm` cell) as hours:minutes:seconds, the hours counted on past 24: 30:15:00,
+    not Python's `1 day, 6:15:00`; -12:00:00, not `-1 day, 12:00:00`."""
+    microseconds = abs(value) // timedelta(microseconds=1)
+    seconds, fraction = divmod(microseconds, 1_000_000)
+    minutes, seconds = divmod(seconds, 60)
+    hours, minutes = divmod(minutes, 60)
+    text = f"{'-' if value < timedelta(0) else ''}{hours}:{minutes:02}:{seconds:02}"
+    return f"{text}.{fraction:06}".rstrip("0") if fraction else text
+
+
 def cell_text(value: Any) -> str:
     if value is None:
         return ""
@@ -51,11 +63,14 @@ def cell_text(value: Any) -> str:
         return value.date().isoformat()  # a date cell: Excel stores dates as datetimes at midnight
     if isinstance(value, datetime | date | time):
         return value.isoformat()
+    if isinstance(value, timedelta):
+        return duration_text(value)
     return " ".join(str(value).split())
 
 
-def stored_rows(sheet: ReadOnlyWorksheet) -> Iterator[tuple[int, list[Any]]]:
-    """(row number, the values of the cells it stores) for each row of the sheet's XML, in order."""
+def stored_rows(sheet: ReadOnlyWorksheet, shown: Mapping[int, Shown] | None = None) -> Iterator[tuple[int, list[Any]]]:
+    """(row number, the values of the cells it stores) for each row of the sheet's XML, in order; a datetime
+    cut to the part its format shows, by `shown` (`cell_formats.shown_parts`)."""
     # openpyxl's private parts (as its read-only sheet uses them), which its stubs leave out: pinned by tests.
     workbook = sheet.parent
     with sheet._get_source() as source:  # type: ignore[attr-defined]
@@ -68,7 +83,10 @@ def stored_rows(sheet: ReadOnlyWorksheet) -> Iterator[tuple[int, list[Any]]]:
             timedelta_formats=workbook._timedelta_formats,  # type: ignore[attr-defined]
         )
         for number, cells in parser.parse():
-            yield number, [cell["value"] for cell in cells]
+            if shown:
+                yield number, [as_shown(cell["value"], shown.get(cell["style_id"])) for cell in cells]
+            else:
+                yield number, [cell["value"] for cell in cells]
 
 
 def row_lines(rows: Iterator[tuple[int, list[Any]]], sheet: str) -> Iterator[str]:
@@ -100,9 +118,10 @@ class SpreadsheetExtractor:
         try:
             check_count("sheets", len(workbook.sheetnames), MAX_SHEETS)
             out = BoundedText()
+            shown = shown_parts(workbook)
             for sheet in workbook.worksheets:
                 out.heading(1, sheet.title)
-                out.add_lines(row_lines(stored_rows(sheet), sheet.title))
+                out.add_lines(row_lines(stored_rows(sheet, shown), sheet.title))
             return Extracted(title=short_title(workbook.properties.title), text=out.text())
         finally:
             workbook.close()
