@@ -33,3 +33,23 @@ def test_windows_1252_text_where_two_bytes_happen_to_spell_utf8_stays_windows_12
 def test_stray_bytes_with_control_bytes_are_still_refused_as_binary() -> None:
     with pytest.raises(CorruptFile, match="not UTF-8 text"):
         extract(media_types.PLAIN_TEXT, "café".encode() + b"\xef\x01\x02", "blob.txt")
+
+
+@pytest.mark.parametrize(
+    ("media_type", "data", "text"),
+    [
+        (media_types.HTML, b'<meta charset="utf-8"><p>caf\xc3\xa9 na\xefve', "café naïve"),
+        (media_types.HTML, b'<meta charset="UTF-8"><p>Gr\xfc\xdfe aus K\xf6ln', "Grüße aus Köln"),  # all legacy
+        (media_types.PLAIN_TEXT, b"\xef\xbb\xbfcaf\xc3\xa9 na\xefve", "café naïve"),  # a UTF-8 byte-order mark
+    ],
+)
+def test_declared_utf8_with_stray_bytes_is_read_with_them_as_windows_1252(
+    media_type: str, data: bytes, text: str
+) -> None:
+    """Before: refused as 'not UTF-8 text', where browsers show the page (with U+FFFD for the stray bytes)."""
+    assert extract(media_type, data, "page.html").text == text
+
+
+def test_declared_utf8_with_control_bytes_is_still_refused_as_binary() -> None:
+    with pytest.raises(CorruptFile, match="not UTF-8 text"):
+        extract(media_types.HTML, b'<meta charset="utf-8"><p>\xff\x01\x02</p>', "page.html")
