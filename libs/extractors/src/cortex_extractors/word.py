@@ -6,11 +6,12 @@ The package's XML is read straight with lxml — the main document, its styles, 
 and the core properties, no other part — by the rules python-docx 1.2 applied when it did this work
 (`word_text`, `word_styles`), for the same output, but for the text python-docx skipped: what content
 controls, tracked insertions, smart tags and nested tables hold (`word_text`), text boxes (`word_boxes`),
-notes, headers and footers. python-docx parsed every XML part of the package. On the 50 DOCX files of
-`bench.documents_mix` (python-docx's template, whose styles.xml is 350 KB; no notes, headers or footers),
-CPU a file, best of 3: 10.2 ms with python-docx, 1.4 ms now, 7.3 ms when no file's styles part was
-seen before (parsing styles.xml is most of that; `word_styles` parses each distinct one once). A note,
-header or footer part is one more read and parse, as cheap as its XML is small.
+notes, headers and footers; and without the hidden text python-docx read (`word_hidden`). python-docx parsed
+every XML part of the package. On the 50 DOCX files of `bench.documents_mix` (python-docx's template, whose
+styles.xml is 350 KB; no notes, headers or footers), CPU a file, best of 3: 10.2 ms with python-docx, 1.4 ms
+now, 7.3 ms when no file's styles part was seen before (parsing styles.xml is most of that; `word_styles`
+parses each distinct one once). A note, header or footer part is one more read and parse, as cheap as its XML
+is small.
 """
 
 from lxml import etree
@@ -22,6 +23,7 @@ from cortex_extractors.limits import MAX_PARSED_PART_BYTES, BoundedText, short_t
 from cortex_extractors.media_types import DOCX
 from cortex_extractors.office_package import check_package
 from cortex_extractors.word_boxes import lift_text_boxes
+from cortex_extractors.word_hidden import drop_hidden_runs
 from cortex_extractors.word_package import open_package, parse, read_parts
 from cortex_extractors.word_styles import ParagraphStyles, paragraph_styles, style_id_of
 from cortex_extractors.word_text import blocks, paragraph_text, table_rows
@@ -59,18 +61,24 @@ def _add_blocks(out: BoundedText, container: etree._Element, styles: ParagraphSt
     return first_heading
 
 
-def _add_notes(out: BoundedText, notes: etree._Element) -> None:
-    lift_text_boxes(notes)
+def _readable(root: etree._Element, styles: ParagraphStyles) -> etree._Element:
+    """`root` with its text boxes after their anchors and its hidden runs gone: ready for `_add_blocks`."""
+    lift_text_boxes(root)
+    drop_hidden_runs(root, styles)
+    return root
+
+
+def _add_notes(out: BoundedText, notes: etree._Element, styles: ParagraphStyles) -> None:
+    _readable(notes, styles)
     for note in notes.iterchildren(*NOTES):
         if note.get(w.TYPE, "normal") in NOTE_TYPES:
             _add_blocks(out, note, None)
 
 
-def _part_text(root: etree._Element) -> str:
+def _part_text(root: etree._Element, styles: ParagraphStyles) -> str:
     """A header or footer as one block of text (capped as the body is; their sum is checked as they are added)."""
-    lift_text_boxes(root)
     out = BoundedText()
-    _add_blocks(out, root, None)
+    _add_blocks(out, _readable(root, styles), None)
     return out.text()
 
 
@@ -83,14 +91,14 @@ class WordExtractor:
         body = package.document.find(w.BODY) if package.document.tag == w.DOCUMENT else None
         if body is None:
             raise CorruptFile("not a readable DOCX file: its main part is not a w:document with a body")
-        lift_text_boxes(body)
+        styles = paragraph_styles(package.styles)
         out = BoundedText()
-        first_heading = _add_blocks(out, body, paragraph_styles(package.styles))
+        first_heading = _add_blocks(out, _readable(body, styles), styles)
         for part in read_parts(data, package.notes):
-            _add_notes(out, parse(part))
+            _add_notes(out, parse(part), styles)
         shown: set[str] = set()
         for part in read_parts(data, package.headers_and_footers):
-            text = _part_text(parse(part))
+            text = _part_text(parse(part), styles)
             if text not in shown:
                 shown.add(text)
                 out.add(text)

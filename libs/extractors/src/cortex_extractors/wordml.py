@@ -15,6 +15,9 @@ PARAGRAPH_PROPERTIES = f"{W}pPr"
 PARAGRAPH_STYLE = f"{W}pStyle"
 HYPERLINK = f"{W}hyperlink"
 RUN = f"{W}r"
+RUN_PROPERTIES = f"{W}rPr"  # of a run; in w:pPr, of the paragraph mark; in a style, of the runs it styles
+RUN_STYLE = f"{W}rStyle"
+VANISH = f"{W}vanish"  # hidden text: shown only with formatting marks on, never printed (w:webHidden is not)
 TEXT = f"{W}t"
 BREAK = f"{W}br"
 TAB = f"{W}tab"
@@ -55,6 +58,7 @@ VERTICAL_MERGE = f"{W}vMerge"
 
 STYLE = f"{W}style"
 STYLE_NAME = f"{W}name"
+BASED_ON = f"{W}basedOn"
 
 # Attributes
 VAL = f"{W}val"
