@@ -1,4 +1,9 @@
-"""PPTX: one `#` section per slide (its title, else `Slide N`), then its text boxes, tables and notes."""
+"""PPTX: one `#` section per slide (its title, else `Slide N`), then its text boxes, tables and notes.
+
+A hidden slide (`<p:sld show="0">`) is left out, notes and all: the presenter took it out of the deck as it
+is shown, so its words are not what the deck says. Its number is still counted for the `Slide N` of the others,
+as PowerPoint numbers them.
+"""
 
 import io
 from collections.abc import Iterable, Iterator
@@ -8,6 +13,7 @@ from pptx.shapes.base import BaseShape
 from pptx.shapes.graphfrm import GraphicFrame
 from pptx.shapes.group import GroupShape
 from pptx.shapes.shapetree import SlideShapes
+from pptx.slide import Slide
 
 from cortex_extractors.extracted import Extracted
 from cortex_extractors.limits import MAX_PARSED_PART_BYTES, MAX_SLIDES, BoundedText, check_count, short_title
@@ -26,6 +32,11 @@ def flattened(shapes: Iterable[BaseShape]) -> Iterator[BaseShape]:
             yield from flattened(shape.shapes)
         else:
             yield shape
+
+
+def is_hidden(slide: Slide) -> bool:
+    """Whether the slide is hidden: `show` is an XML boolean, true when absent."""
+    return slide.element.get("show", "1") in ("0", "false")
 
 
 def _slide_title(shapes: SlideShapes) -> str:
@@ -50,6 +61,8 @@ class PresentationExtractor:
         out = BoundedText()
         first_title = None
         for number, slide in enumerate(presentation.slides, 1):
+            if is_hidden(slide):
+                continue
             slide_title = _slide_title(slide.shapes)
             first_title = first_title or short_title(slide_title)
             out.heading(1, slide_title or f"Slide {number}")

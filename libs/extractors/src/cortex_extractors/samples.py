@@ -2,7 +2,7 @@
 
 import io
 import zipfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from docx import Document
 from openpyxl import Workbook
@@ -115,9 +115,10 @@ def pptx_file(
     notes: Mapping[int, str] | None = None,
     table: Sequence[Sequence[str]] = (),
     core_title: str = "",
+    hidden: Collection[int] = (),
 ) -> bytes:
     """A PPTX with a Title-and-Content slide per (title, body); `notes` maps slide index → speaker notes, a
-    `table` goes on the last slide, below its body."""
+    `table` goes on the last slide, below its body; the slides whose indexes are in `hidden` are hidden."""
     presentation = Presentation()
     presentation.core_properties.title = core_title
     for index, (title, body) in enumerate(slides):
@@ -127,6 +128,8 @@ def pptx_file(
         slide.placeholders[1].text = body
         if notes and index in notes:
             slide.notes_slide.notes_text_frame.text = notes[index]
+        if index in hidden:
+            slide.element.set("show", "0")
     if table:
         shapes = presentation.slides[-1].shapes
         grid = shapes.add_table(len(table), len(table[0]), Inches(1), Inches(5), Inches(8), Inches(2)).table
