@@ -1,4 +1,9 @@
-"""Hidden slides of a PPTX deck are not read: before, their text and notes were indexed as if shown."""
+"""Hidden slides of a PPTX deck and hidden sheets of an XLSX workbook are not read: before, their text was indexed
+as if shown. Hidden rows and columns of a shown sheet are read."""
+
+import io
+
+from openpyxl import Workbook
 
 from cortex_extractors import extract, media_types, samples
 
@@ -13,3 +18,34 @@ def test_a_hidden_slide_is_left_out_with_its_notes_and_does_not_title_the_deck()
     assert extracted.title == "Roadmap"
     # An untitled slide keeps its number in the deck, hidden slides counted, as PowerPoint numbers it.
     assert extracted.text.split("\n\n") == ["# Roadmap", "Q1 goals", "Mention the budget.", "# Slide 4", "Thanks"]
+
+
+def test_hidden_and_very_hidden_sheets_are_left_out() -> None:
+    data = samples.xlsx_file(
+        {
+            "Lists": [["hiddendropdownnumbat"]],
+            "Summary": [["Region", "Total"], ["North", 12]],
+            "Macro data": [["veryhiddenpotoroo"]],
+            "Notes": [["Checked"]],
+        },
+        states={"Lists": "hidden", "Macro data": "veryHidden"},
+    )
+    assert extract(media_types.XLSX, data).text == "# Summary\n\nRegion | Total\nNorth | 12\n\n# Notes\n\nChecked"
+
+
+def test_hidden_rows_and_columns_of_a_shown_sheet_are_read() -> None:
+    """Mostly rows a filter or an outline hides: the sheet's own data, whatever filter it was saved with."""
+    workbook = Workbook()
+    sheet = workbook.active
+    assert sheet is not None
+    for row in [["Name", "Secret column"], ["Filtered out", "x"], ["Shown", "y"]]:
+        sheet.append(row)
+    sheet.row_dimensions[2].hidden = True
+    sheet.column_dimensions["B"].hidden = True
+    out = io.BytesIO()
+    workbook.save(out)
+    assert extract(media_types.XLSX, out.getvalue()).text.splitlines()[2:] == [
+        "Name | Secret column",
+        "Filtered out | x",
+        "Shown | y",
+    ]

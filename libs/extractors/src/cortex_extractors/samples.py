@@ -79,14 +79,22 @@ def docx_file(
     return out.getvalue()
 
 
-def xlsx_file(sheets: Mapping[str, Sequence[Sequence[object]]], *, title: str | None = None) -> bytes:
-    """An XLSX with one worksheet per entry, rows as given."""
+def xlsx_file(
+    sheets: Mapping[str, Sequence[Sequence[object]]],
+    *,
+    title: str | None = None,
+    states: Mapping[str, str] | None = None,
+) -> bytes:
+    """An XLSX with one worksheet per entry, rows as given; `states` maps a sheet's name to its state, `hidden` or
+    `veryHidden` (else it is visible)."""
     workbook = Workbook()
     workbook.remove(workbook.active)  # type: ignore[arg-type]
     for name, rows in sheets.items():
         sheet = workbook.create_sheet(name)
         for row in rows:
             sheet.append(list(row))
+        if states and name in states:
+            sheet.sheet_state = states[name]
     workbook.properties.title = title
     out = io.BytesIO()
     workbook.save(out)

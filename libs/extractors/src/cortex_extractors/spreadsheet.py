@@ -4,6 +4,12 @@ The workbook is read in openpyxl's streaming (read-only) mode, with cached value
 rows are taken from openpyxl's sheet parser as they are stored, cells only: the read-only sheet's own rows
 are padded with None up to their last cell, so a sheet of 100,000 rows with a cell in column XFD (16,384)
 took ~25 s to read for ~2 MB of text.
+
+Hidden sheets (`state="hidden"` or `"veryHidden"` in workbook.xml) are left out: a reader opening the workbook
+does not see them, and what they mostly hold is helper data (drop-down lists, lookup tables, intermediate
+sums; a veryHidden one can be shown by code only) whose words would match searches the workbook does not answer.
+Hidden rows and columns are read: they are mostly rows a filter or an outline hides, the sheet's own data, and
+leaving them out would index whatever filter the workbook was last saved with.
 """
 
 import io
@@ -30,6 +36,7 @@ from cortex_extractors.limits import (
 from cortex_extractors.media_types import XLSX
 from cortex_extractors.office_package import check_package
 
+HIDDEN_STATES = frozenset({"hidden", "veryHidden"})
 LAST_ROW = 1_048_576  # a sheet's last row: Excel opens no file with rows past it
 POSITIONAL_BELOW = 1e21  # whole numbers are written out in digits below it (as JavaScript prints numbers)
 
@@ -120,6 +127,8 @@ class SpreadsheetExtractor:
             out = BoundedText()
             shown = shown_parts(workbook)
             for sheet in workbook.worksheets:
+                if sheet.sheet_state in HIDDEN_STATES:
+                    continue
                 out.heading(1, sheet.title)
                 out.add_lines(row_lines(stored_rows(sheet, shown), sheet.title))
             return Extracted(title=short_title(workbook.properties.title), text=out.text())
