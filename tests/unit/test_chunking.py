@@ -145,11 +145,11 @@ def test_text_without_spaces_is_cut_into_bounded_passages_that_keep_it_whole() -
 
 def test_a_heading_line_of_spaces_is_read_in_linear_time_and_kept_short() -> None:
     # "# x", 100,000 spaces, "y": the backtracking heading pattern took hours on this line.
-    (chunk,) = chunk_document("Doc", "# x" + " " * 100_000 + "y\n\nBody.")
+    chunks = chunk_document("Doc", "# x" + " " * 100_000 + "y\n\nBody.")
 
-    assert chunk.heading.startswith("Doc › x ")
-    assert len(chunk.heading) <= len("Doc › ") + MAX_HEADING_CHARS
-    assert chunk.text == "Body."
+    assert {c.heading for c in chunks} == {"Doc › x" + " " * (MAX_HEADING_CHARS - 2) + "…"}
+    text = " ".join(c.text for c in chunks).split()
+    assert text == ["x", "y", "Body."]  # the heading's whole text is kept as text: nothing lost
 
 
 def test_setext_and_closed_atx_headings_become_the_heading_path() -> None:
@@ -170,3 +170,32 @@ def test_text_is_kept_in_nfc() -> None:
     (chunk,) = chunk_document(decomposed, decomposed)
 
     assert (chunk.heading, chunk.text) == ("Café crème", "Café crème")
+
+
+def test_sibling_headings_replace_each_other_whatever_level_the_document_starts_at() -> None:
+    body = "## Install\n\nRun it.\n\n## Usage\n\nUse it.\n\n#### Deep\n\nDown.\n\n### Middle\n\nBetween."
+
+    chunks = chunk_document("Doc", body)
+
+    assert [c.heading for c in chunks] == [
+        "Doc › Install",
+        "Doc › Usage",  # before: "Doc › Install › Usage"
+        "Doc › Usage › Deep",
+        "Doc › Usage › Middle",
+    ]
+
+
+def test_front_matter_lists_quotes_and_long_lines_are_not_headings() -> None:
+    long_line = "Supercalifragilistic " * 12  # over MAX_HEADING_CHARS
+    body = (
+        "---\ntitle: Guide\n\ndescription: How to deploy\n# generated\n---\n\n"
+        "- only item\n---\n\n> a quote\n---\n\n"
+        f"{long_line}\n---\n\nAfter."
+    )
+
+    chunks = chunk_document("Doc", body)
+
+    assert {c.heading for c in chunks} == {"Doc"}
+    text = "\n".join(c.text for c in chunks)
+    for kept in ("description: How to deploy", "# generated", "- only item", "> a quote", long_line.strip(), "After."):
+        assert kept in text

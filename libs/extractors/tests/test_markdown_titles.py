@@ -21,6 +21,10 @@ def title_of(text: str) -> str | None:
         ("```bash\n# a shell comment\n```\n\n# The real title\n", "The real title"),
         ("## Only a section\n\nBody.", None),
         ("#hashtag, not a heading\n", None),
+        ("```\ncode\n```\n===\n", None),  # before: "```"
+        ("## Sub\n===\n", None),  # before: "## Sub"
+        ("- item\n===\n", None),
+        ("---\nseo:\n  title: Nested\ntitle: >-\n  folded\n---\n\n# The heading\n", "The heading"),
     ],
 )
 def test_the_title_is_read_as_markdown_reads_it(text: str, title: str | None) -> None:

@@ -2,46 +2,47 @@
 
 from cortex_extractors.extracted import Extracted
 from cortex_extractors.limits import short_title
-from cortex_extractors.markdown_headings import atx_heading, is_fence, setext_level
+from cortex_extractors.markdown_headings import (
+    atx_heading,
+    can_be_setext_text,
+    front_matter_end,
+    is_fence,
+    setext_level,
+)
 from cortex_extractors.media_types import MARKDOWN
 from cortex_extractors.plain_text import bounded, decode_text
 
 TITLE_SEARCH_LINES = 50
-FRONT_MATTER = "---"
-FRONT_MATTER_ENDS = ("---", "...")
 
 
-def _front_matter(lines: list[str]) -> tuple[str | None, int]:
-    """(its `title:`, the index of the first line after it); (None, 0) without front matter."""
-    if not lines or lines[0].rstrip() != FRONT_MATTER:
-        return None, 0
-    title = None
-    for index, line in enumerate(lines[1:], start=1):
-        if line.rstrip() in FRONT_MATTER_ENDS:
-            return title, index + 1
+def _front_matter_title(lines: list[str]) -> str | None:
+    """Front matter's top-level `title:` (a plain scalar: a block scalar's `|` or `>` is no title)."""
+    for line in lines[1 : front_matter_end(lines) - 1]:
         key, colon, value = line.partition(":")
-        if colon and key.strip() == "title" and title is None:
-            title = value.strip().strip("\"'")
-    return None, 0  # never closed: not front matter
+        title = value.strip().strip("\"'")
+        if colon and key == "title":
+            return None if title.startswith(("|", ">")) else title
+    return None
 
 
 def first_heading(text: str) -> str | None:
-    lines = text.splitlines()[:TITLE_SEARCH_LINES]
-    title, start = _front_matter(lines)
-    if title := short_title(title):
+    lines = text.splitlines()
+    if title := short_title(_front_matter_title(lines)):
         return title
     in_fence = False
-    previous = ""
-    for line in lines[start:]:
+    previous = ""  # the line before, when it can be a setext heading's text
+    for line in lines[front_matter_end(lines) :][:TITLE_SEARCH_LINES]:
+        heading = None if in_fence else atx_heading(line)
         if is_fence(line):
-            in_fence = not in_fence
-        elif not in_fence:
-            heading = atx_heading(line)
-            if heading and heading[0] == 1:
+            in_fence, previous = not in_fence, ""
+        elif heading:
+            if heading[0] == 1:
                 return short_title(heading[1])
-            if previous.strip() and setext_level(line) == 1:
-                return short_title(previous)
-        previous = "" if in_fence else line
+            previous = ""
+        elif not in_fence and previous and setext_level(line) == 1:
+            return short_title(previous)
+        else:
+            previous = line if not in_fence and can_be_setext_text(line) else ""
     return None
 
 

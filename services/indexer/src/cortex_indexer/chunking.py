@@ -12,7 +12,13 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-from cortex_extractors.markdown_headings import atx_heading, is_fence, setext_level
+from cortex_extractors.markdown_headings import (
+    atx_heading,
+    can_be_setext_text,
+    front_matter_end,
+    is_fence,
+    setext_level,
+)
 
 MAX_WORDS = 160
 OVERLAP_WORDS = 30
@@ -43,9 +49,11 @@ def _short(heading: str) -> str:
 
 
 def _sections(body: str) -> list[tuple[list[str], list[str]]]:
-    """(heading path, paragraphs) per section; headings inside code fences are text."""
+    """(heading path, paragraphs) per section. Headings inside code fences and front matter are text; a
+    heading too long for the path (`MAX_HEADING_CHARS`) is kept as text too, an ATX one also cut short as
+    the section's heading, a setext one not made a heading at all."""
     sections: list[tuple[list[str], list[str]]] = []
-    path: list[str] = []
+    path: list[tuple[int, str]] = []  # (level, heading), levels increasing
     paragraphs: list[str] = []
     current: list[str] = []
     in_fence = False
@@ -59,26 +67,31 @@ def _sections(body: str) -> list[tuple[list[str], list[str]]]:
         nonlocal path
         end_paragraph()
         if paragraphs:
-            sections.append((list(path), list(paragraphs)))
+            sections.append(([text for _, text in path], list(paragraphs)))
             paragraphs.clear()
-        path = [*path[: level - 1], _short(heading)]
+        path = [*(entry for entry in path if entry[0] < level), (level, _short(heading))]
 
-    for line in body.splitlines():
+    lines = body.splitlines()
+    front_matter = front_matter_end(lines)
+    for number, line in enumerate(lines):
         if is_fence(line):
             in_fence = not in_fence
-        heading = None if in_fence else atx_heading(line)
-        underline = None if in_fence or len(current) != 1 else setext_level(line)
+        plain = in_fence or number < front_matter
+        heading = None if plain else atx_heading(line)
+        underline = None if plain or len(current) != 1 else setext_level(line)
         if heading:
             start_section(*heading)
-        elif underline and current[0].strip():
+            if len(heading[1]) > MAX_HEADING_CHARS:
+                current.append(heading[1])
+        elif underline and can_be_setext_text(current[0]) and len(current[0].strip()) <= MAX_HEADING_CHARS:
             start_section(underline, current.pop().strip())
-        elif not line.strip() and not in_fence:
+        elif not line.strip() and not plain:
             end_paragraph()
         else:
             current.append(line)
     end_paragraph()
     if paragraphs:
-        sections.append((path, paragraphs))
+        sections.append(([text for _, text in path], paragraphs))
     return sections
 
 
