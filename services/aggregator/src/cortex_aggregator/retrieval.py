@@ -44,10 +44,12 @@ def _lexical(where: DocumentFilter) -> str:
     PostgreSQL types them as integers from `:k1 + 1`, and 1.5 and 0.75 arrive as 1 and 0. The corpus
     statistics (N, average length) are parameters (corpus_stats.py: a big org's are remembered for a
     while), so a word's df may exceed a remembered N by a few documents: the idf takes the larger.
-    Scores are rounded to `SCORE_DECIMALS` places, as in memory: the hash aggregate sums a document's
-    words in no fixed order, and equal scores differing in the last bit ranked by that noise, not by id,
-    so a page ranked here and the next ranked in memory repeated or skipped documents (QA 43).
+    Scores are rounded to `SCORE_DECIMALS` places as numpy rounds them in memory (scaled, rounded half to
+    even, scaled back): the hash aggregate sums a document's words in no fixed order, and equal scores
+    differing in the last bit ranked by that noise, not by id, so a page ranked here and the next ranked
+    in memory repeated or skipped documents (QA 43).
     """
+    scale = f"CAST(1e{SCORE_DECIMALS} AS float8)"
     return f"""
 WITH q AS MATERIALIZED (
     SELECT u.lexeme, coalesce(array_length(u.positions, 1), 1)::float8 AS qtf
@@ -70,7 +72,7 @@ WITH q AS MATERIALIZED (
     SELECT t.document_id,
            round(sum(w.w * t.tf * (CAST(:k1 AS float8) + 1)
                / (t.tf + CAST(:k1 AS float8) * (1 - CAST(:b AS float8) + CAST(:b AS float8) * t.dl / corpus.avgdl))
-           )::numeric, {SCORE_DECIMALS})::float8 AS score
+           ) * {scale}) / {scale} AS score
     FROM terms t JOIN weights w USING (lexeme) CROSS JOIN corpus
     WHERE true{_restrict(where, "t.document_id")}
     GROUP BY t.document_id ORDER BY score DESC, t.document_id LIMIT :n
