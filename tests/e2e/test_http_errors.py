@@ -252,6 +252,36 @@ async def test_a_head_pipelined_behind_another_request_is_counted_from_where_tha
     assert b"HTTP/1.1 431" not in answer
 
 
+@pytest.mark.parametrize("pipelined", [False, True], ids=["after its answer", "in the same write"])
+async def test_a_head_after_a_large_body_on_one_connection_is_counted_alone(org: Org, pipelined: bool) -> None:
+    """Before (QA 44): after a POST of a 125 KB body, the next request on the same connection was counted
+    with that body and refused with a 431 at a head of 8 KB."""
+    body = b'{"content": "' + b"a" * 125_000 + b'"}'
+    post = (
+        b"POST /api/memory/entries HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+        + str(len(body)).encode()
+        + b"\r\n\r\n"
+        + body
+    )
+    following = head_of(MAX_HEAD_BYTES - 2048 if pipelined else MAX_HEAD_BYTES)
+    url = org.member.base_url
+    reader, writer = await asyncio.open_connection(url.host, url.port)
+    if pipelined:
+        writer.write(post + following)
+    else:
+        writer.write(post)
+        first = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 30)
+        length = int(next(line for line in first.split(b"\r\n") if line.lower().startswith(b"content-length:"))[15:])
+        await asyncio.wait_for(reader.readexactly(length), 30)
+        assert first.startswith(b"HTTP/1.1 401 "), first
+        writer.write(following)
+    answer = await asyncio.wait_for(reader.read(), 30)
+    writer.close()
+
+    assert b"HTTP/1.1 431" not in answer, answer[:300]
+    assert answer.count(b"HTTP/1.1 200 ") == 1, answer[:300]
+
+
 async def test_a_request_with_a_body_in_the_same_packets_as_its_head_is_taken(org: Org) -> None:
     """The head's bound counts the head only: a 512 KiB body sent with it reaches the app."""
     body = b'{"content": "' + b"a" * 512 * 1024 + b'"}'
@@ -314,6 +344,17 @@ async def test_an_entry_without_text_is_422(org: Org, content: str) -> None:
     errors = assert_problem(response, 422)["errors"]
     assert [error["loc"] for error in errors] == [["body", "content"]]
     assert (await org.member.get("/api/memory/stats")).json()["memoryEntries"] == 0
+
+
+@pytest.mark.parametrize("path", ["/api/memory", "/api/memory/facets", "/api/memory/facets/type", "/api/memory/recall"])
+async def test_a_query_over_its_limit_once_in_nfc_is_422_and_one_within_it_is_taken(org: Org, path: str) -> None:
+    """U+0958 is two characters in NFC: 2,001 of them passed the gateway's 4,000 and the aggregator refused
+    the folded query (400 "Invalid request"; QA 44). The limit holds for the query as searched."""
+    over = await org.member.get(path, params={"q": "\u0958" * 2001})
+    body = assert_problem(over, 422)
+    assert "over 4000 characters in Unicode NFC (4002)" in body["errors"][0]["msg"]
+    within = await org.member.get(path, params={"q": "\u0958" * 2000})
+    assert within.status_code == 200, within.text
 
 
 @pytest.mark.parametrize("q", ["   ", "\u200b"])

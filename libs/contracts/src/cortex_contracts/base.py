@@ -1,6 +1,7 @@
 """Base model for camelCase JSON on the wire."""
 
 import unicodedata
+from collections.abc import Callable
 from typing import Self
 
 from pydantic import BaseModel, ConfigDict
@@ -29,6 +30,19 @@ def is_blank(text: str) -> bool:
 def nfc(text: str) -> str:
     """One spelling of what reads the same: "café" with é, or with e and U+0301 (the indexer keeps text so)."""
     return unicodedata.normalize("NFC", text)
+
+
+def nfc_within(limit: int) -> Callable[[str], str]:
+    """`nfc`, refusing text over `limit` characters once folded: some characters grow in NFC (U+0958 is
+    two), and a limit checked only as sent would let through what the next reader refuses."""
+
+    def fold(text: str) -> str:
+        folded = nfc(text)
+        if len(folded) > limit:
+            raise ValueError(f"over {limit} characters in Unicode NFC ({len(folded)})")
+        return folded
+
+    return fold
 
 
 class WireModel(BaseModel):

@@ -9,12 +9,13 @@ from uuid import UUID, uuid5
 
 from pydantic import AfterValidator, Field, model_validator
 
-from cortex_contracts.base import NO_NUL, WireModel, is_blank, nfc
+from cortex_contracts.base import NO_NUL, WireModel, is_blank, nfc, nfc_within
 from cortex_contracts.json_metadata import JsonMetadata
 
 MAX_ENTRY_CHARS = 8192
 TYPE_ENTRY_REMEMBERED = "memory.entry.remembered"
 MAX_RECALL_LIMIT = 100
+MAX_RECALL_QUERY_CHARS = 4000
 ENTRY_NAMESPACE = UUID("6a1f0c3d-9e2b-4f7a-8c5d-3b4e2a1f0d9c")
 
 
@@ -142,7 +143,9 @@ class EntryRemembered(WireModel):
 
 class RecallRequest(WireModel):
     organization_id: UUID
-    q: Annotated[str, AfterValidator(nfc)] = Field(min_length=1, max_length=4000, pattern=NO_NUL)
+    q: Annotated[str, AfterValidator(nfc_within(MAX_RECALL_QUERY_CHARS))] = Field(
+        min_length=1, max_length=MAX_RECALL_QUERY_CHARS, pattern=NO_NUL
+    )
     limit: int = Field(default=10, ge=1, le=MAX_RECALL_LIMIT)
     partition: list[MemoryPartition] = Field(default_factory=list, max_length=5)
     tier: list[MemoryTier] = Field(default_factory=list, max_length=4)

@@ -7,7 +7,7 @@ from uuid import UUID
 
 from pydantic import AfterValidator, Field, StringConstraints
 
-from cortex_contracts.base import NO_NUL, WireModel, nfc
+from cortex_contracts.base import NO_NUL, WireModel, nfc_within
 from cortex_contracts.documents import tag_key
 from cortex_contracts.memory import AgentMemories, Recalled
 from cortex_contracts.memory_item import ItemStatus, MemoryItem
@@ -15,10 +15,18 @@ from cortex_contracts.memory_item import ItemStatus, MemoryItem
 MAX_FEED_LIMIT = 100
 MAX_FILTER_VALUES = 50
 MAX_QUERY_CHARS = 4000
+_folded_query = nfc_within(MAX_QUERY_CHARS)
+
+
+def folded_query(q: str | None) -> str | None:
+    """A query in NFC, within its limit once folded (the gateway checks it so, as the aggregator will)."""
+    return None if q is None else _folded_query(q)
+
+
 Query = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUERY_CHARS, pattern=NO_NUL),
-    AfterValidator(nfc),
+    AfterValidator(_folded_query),
 ]
 # Kept without surrounding white space, as the values they select are (a blank one is refused).
 FilterText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200, pattern=NO_NUL)]

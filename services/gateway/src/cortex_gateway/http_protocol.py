@@ -35,7 +35,9 @@ class TooManyHeaders(Exception):
 class ProblemHttpProtocol(HttpToolsProtocol):
     _head_bytes = 0  # received of the current request's head: since the request before it ended
     _in_head = True  # between requests or in a head (what arrives is counted), not in a body
+    _heads_begun = 0
     _heads_ended = 0
+    _body_bytes = 0  # of the part being parsed: never the next head's
     _too_many_headers = False
     _refused = False  # answered 431: what still comes is dropped unread
 
@@ -57,21 +59,31 @@ class ProblemHttpProtocol(HttpToolsProtocol):
         """Parse `data[start:end]` and count what of it is a head not yet ended. False: drop the rest (the
         parser stopped at an upgrade, as uvicorn drops what follows one in a read)."""
         went_on, heads_ended = self._in_head, self._heads_ended
+        self._body_bytes = 0
         super().data_received(data if start == 0 and end == len(data) else data[start:end])
         if not self._in_head:
             return True
-        if went_on and self._heads_ended == heads_ended:  # all of it is the head's (or blank lines before it)
+        if self._heads_begun == self._heads_ended:  # between requests: the last ended with the part
+            self._head_bytes = 0
+        elif went_on and self._heads_ended == heads_ended:  # all of it is the head's (or blank lines before it)
             self._head_bytes += end - start
         else:
-            # A request began after another one's end within this part (pipelined): it is what follows the
-            # part's last blank line — exact behind a request without a body or with a chunked one (which
-            # ends in a blank line); behind a Content-Length body, it may count some of that body too.
+            # A request began after another one's end within this part (pipelined). It is at most what
+            # follows the part's last blank line (exact behind a request without a body or with a chunked
+            # one, which ends in a blank line), and at most what the body left of the part (exact when the
+            # head before ended in an earlier part). Before (QA 44), the next request on a keep-alive
+            # connection after a large POST was counted with that POST's body, and refused.
             blank_line = data.rfind(b"\r\n\r\n", start, end)
-            self._head_bytes = end - (blank_line + 4 if blank_line >= 0 else start)
+            after_blank_line = end - (blank_line + 4 if blank_line >= 0 else start)
+            self._head_bytes = min(after_blank_line, end - start - self._body_bytes)
         return not self.parser.should_upgrade()
 
+    def on_body(self, body: bytes) -> None:
+        self._body_bytes += len(body)
+        super().on_body(body)
+
     def on_message_begin(self) -> None:
-        self._in_head = True
+        self._in_head, self._heads_begun = True, self._heads_begun + 1
         super().on_message_begin()
 
     def on_header(self, name: bytes, value: bytes) -> None:

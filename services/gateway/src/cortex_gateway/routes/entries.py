@@ -8,15 +8,16 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from sqlalchemy import select, text
 
 from cortex_contracts import subjects
-from cortex_contracts.base import NO_NUL, is_blank
+from cortex_contracts.base import NO_NUL, is_blank, nfc_within
 from cortex_contracts.envelope import new_envelope
 from cortex_contracts.json_metadata import JsonMetadata
 from cortex_contracts.memory import (
     MAX_RECALL_LIMIT,
+    MAX_RECALL_QUERY_CHARS,
     TYPE_ENTRY_REMEMBERED,
     AgentMemories,
     AgentMemoriesRequest,
@@ -195,7 +196,11 @@ async def remember(
 async def recall(
     caller: CallerDep,
     res: ResourcesDep,
-    q: Annotated[str, Query(min_length=1, max_length=4000, pattern=NO_NUL, description="What to recall.")],
+    q: Annotated[
+        str,
+        Query(min_length=1, max_length=MAX_RECALL_QUERY_CHARS, pattern=NO_NUL, description="What to recall."),
+        AfterValidator(nfc_within(MAX_RECALL_QUERY_CHARS)),
+    ],
     limit: Annotated[int, Query(ge=1, le=MAX_RECALL_LIMIT)] = 10,
     partition: Annotated[list[MemoryPartition], Query(max_length=5)] = [],  # noqa: B006
     tier: Annotated[list[MemoryTier], Query(max_length=4)] = [],  # noqa: B006

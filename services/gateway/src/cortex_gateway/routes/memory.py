@@ -8,6 +8,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
 from fastapi.responses import Response
+from pydantic import AfterValidator
 
 from cortex_contracts import subjects
 from cortex_contracts.base import NO_NUL
@@ -38,6 +39,7 @@ from cortex_contracts.rpc import (
     Stats,
     StatsReply,
     StatsRequest,
+    folded_query,
 )
 from cortex_gateway.aggregator_client import relay_aggregator
 from cortex_gateway.auth import CallerDep, ResourcesDep
@@ -75,7 +77,9 @@ async def get_memory(
     res: ResourcesDep,
     filters: FiltersDep,
     q: Annotated[
-        str | None, Query(max_length=MAX_QUERY_CHARS, pattern=NO_NUL, description="Search text; absent = newest first.")
+        str | None,
+        Query(max_length=MAX_QUERY_CHARS, pattern=NO_NUL, description="Search text; absent = newest first."),
+        AfterValidator(folded_query),
     ] = None,
     sort: Annotated[Sort | None, Query(description="relevance (default with q) or updated.")] = None,
     mode: Annotated[RetrievalMode, Query(description="hybrid, lexical (BM25 only) or semantic.")] = (
@@ -116,6 +120,7 @@ async def get_facets(
             description="Count only the documents that contain at least one of its words, as search's lexical "
             "leg reads them (stemmed, stop words dropped); absent = every document.",
         ),
+        AfterValidator(folded_query),
     ] = None,
 ) -> Response:
     request = FacetsRequest(organization_id=caller.organization_id, q=(q or "").strip() or None, filters=filters)
@@ -138,6 +143,7 @@ async def get_facet_values(
     q: Annotated[
         str | None,
         Query(max_length=MAX_QUERY_CHARS, pattern=NO_NUL, description="As for `/facets`: count only its documents."),
+        AfterValidator(folded_query),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_FACET_PAGE, description="Page size.")] = 100,
     cursor: Annotated[
