@@ -50,6 +50,12 @@ async def test_head_answers_as_get_does_for_a_member(org: Org, path: str, status
     assert got.status_code == status, got.text
 
 
+async def test_a_405_allows_head_wherever_it_allows_get(org: Org) -> None:
+    """Before (QA 44): `Allow: GET` on a route that answers HEAD too."""
+    assert (await org.member.delete("/api/memory/stats")).headers["allow"] == "GET, HEAD"
+    assert (await org.member.head("/api/memory/entries")).headers["allow"] == "POST"
+
+
 async def test_head_answers_an_admin_route_for_an_admin(org: Org) -> None:
     assert (await assert_head_is_get(org.admin, "/api/memory/plugins")).status_code == 200
 
