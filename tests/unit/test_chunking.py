@@ -179,7 +179,7 @@ def test_sibling_headings_replace_each_other_whatever_level_the_document_starts_
 
     assert [c.heading for c in chunks] == [
         "Doc › Install",
-        "Doc › Usage",  # before: "Doc › Install › Usage"
+        "Doc › Usage",  # before: Usage under Install
         "Doc › Usage › Deep",
         "Doc › Usage › Middle",
     ]
