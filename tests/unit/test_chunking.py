@@ -199,3 +199,23 @@ def test_front_matter_lists_quotes_and_long_lines_are_not_headings() -> None:
     text = "\n".join(c.text for c in chunks)
     for kept in ("description: How to deploy", "# generated", "- only item", "> a quote", long_line.strip(), "After."):
         assert kept in text
+
+
+def test_a_heading_every_few_words_costs_what_the_words_alone_would() -> None:
+    """Before: a 1 MB body of `# h` / `t` lines made 170,000 passages (hours of embedding for one event)."""
+    body = "# h\nt\n" * 170_000
+
+    chunks = chunk_document("Doc", body)
+
+    assert len(chunks) < 5_000
+    assert all(units(c) <= MAX_WORDS for c in chunks)
+    assert sum(c.text.count("t") for c in chunks) >= 170_000  # every word kept (the overlap repeats some)
+
+
+def test_many_short_sections_keep_their_headings() -> None:
+    body = "".join(f"## Question {i}\n\nShort answer {i}.\n\n" for i in range(3_000))
+
+    chunks = chunk_document("FAQ", body)
+
+    assert len(chunks) == 3_000
+    assert chunks[1234].heading == "FAQ › Question 1234"

@@ -24,6 +24,7 @@ MAX_WORDS = 160
 OVERLAP_WORDS = 30
 MAX_UNIT_CHARS = 16
 MAX_HEADING_CHARS = 200
+MAX_SECTIONED_PASSAGES = 10_000  # a body at its 1 M character limit makes ~1,300 of English, ~7,700 of CJK
 # Scripts written without spaces between words: Hangul Jamo, CJK radicals to ideographs (kana
 # included), Hangul syllables, compatibility ideographs, full-width forms.
 _WIDE = "\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
@@ -48,7 +49,7 @@ def _short(heading: str) -> str:
     return heading if len(heading) <= MAX_HEADING_CHARS else heading[: MAX_HEADING_CHARS - 1] + "…"
 
 
-def _sections(body: str) -> list[tuple[list[str], list[str]]]:
+def _sections(body: str, *, headings: bool = True) -> list[tuple[list[str], list[str]]]:
     """(heading path, paragraphs) per section. Headings inside code fences and front matter are text; a
     heading too long for the path (`MAX_HEADING_CHARS`) is kept as text too, an ATX one also cut short as
     the section's heading, a setext one not made a heading at all."""
@@ -76,7 +77,7 @@ def _sections(body: str) -> list[tuple[list[str], list[str]]]:
     for number, line in enumerate(lines):
         if is_fence(line):
             in_fence = not in_fence
-        plain = in_fence or number < front_matter
+        plain = in_fence or number < front_matter or not headings
         heading = None if plain else atx_heading(line)
         underline = None if plain or len(current) != 1 else setext_level(line)
         if heading:
@@ -85,7 +86,7 @@ def _sections(body: str) -> list[tuple[list[str], list[str]]]:
                 current.append(heading[1])
         elif underline and can_be_setext_text(current[0]) and len(current[0].strip()) <= MAX_HEADING_CHARS:
             start_section(underline, current.pop().strip())
-        elif not line.strip() and not plain:
+        elif not line.strip() and not (in_fence or number < front_matter):
             end_paragraph()
         else:
             current.append(line)
@@ -133,12 +134,23 @@ def _pack(paragraphs: list[str]) -> list[str]:
     return passages
 
 
-def chunk_document(title: str, body: str) -> list[Chunk]:
-    """Passages of a document; a document with an empty body still gets one passage (its title)."""
-    title = unicodedata.normalize("NFC", title)
+def _chunks(title: str, sections: list[tuple[list[str], list[str]]]) -> list[Chunk]:
     chunks: list[Chunk] = []
-    for path, paragraphs in _sections(unicodedata.normalize("NFC", body)):
+    for path, paragraphs in sections:
         heading = " › ".join([title, *path])
         for text in _pack(paragraphs):
             chunks.append(Chunk(ordinal=len(chunks), heading=heading, text=text))
+    return chunks
+
+
+def chunk_document(title: str, body: str) -> list[Chunk]:
+    """Passages of a document; a document with an empty body still gets one passage (its title).
+
+    Over `MAX_SECTIONED_PASSAGES`, headings are read as text if that makes fewer passages: a heading every
+    few words (a 1 MB body of `# h` / `t` lines made 170,000 passages, hours of embedding for one event)
+    then costs what the same words without headings would."""
+    title, body = unicodedata.normalize("NFC", title), unicodedata.normalize("NFC", body)
+    chunks = _chunks(title, _sections(body))
+    if len(chunks) > MAX_SECTIONED_PASSAGES:
+        chunks = min(chunks, _chunks(title, _sections(body, headings=False)), key=len)
     return chunks or [Chunk(ordinal=0, heading=title, text="")]
