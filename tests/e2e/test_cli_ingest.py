@@ -101,6 +101,25 @@ async def test_a_file_that_changes_form_while_its_first_form_is_being_read_stays
     assert (stats["documentsIndexed"], stats["documentsFailed"]) == (1, 0)
 
 
+async def test_a_deletion_is_sent_only_where_the_other_form_may_exist(
+    migrated: Infrastructure, org: Org, js: JetStreamContext, tmp_path: Path
+) -> None:
+    """A first ingest of `notes.md` (no upload of it in the bucket) or of `report.pdf` (a name that holds no
+    text) has no other form to delete; `report.txt` holding PDF bytes may have been text a moment ago."""
+    (tmp_path / "notes.md").write_text(f"# Notes\n\nAbout {word('notes')}.")
+    (tmp_path / "report.pdf").write_bytes(slow_pdf())
+    subject = subjects.kb_document_deleted(org.id)
+    assert (
+        await cli(migrated, ["ingest", str(tmp_path / "notes.md"), str(tmp_path / "report.pdf"), "--org", org.slug])
+        == 0
+    )
+    assert await last_seqs(js, subject) == set()  # before: one deletion per file
+
+    (tmp_path / "report.txt").write_bytes(slow_pdf())
+    assert await cli(migrated, ["ingest", str(tmp_path / "report.txt"), "--org", org.slug]) == 0
+    assert len(await last_seqs(js, subject)) == 1
+
+
 def id_from_bytes(name: bytes) -> uuid.UUID:
     """uuid5 of the name's bytes, as the file system holds them."""
     digest = hashlib.sha1(FILE_NAMESPACE.bytes + name, usedforsecurity=False).digest()
