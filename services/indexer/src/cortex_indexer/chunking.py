@@ -28,7 +28,7 @@ MAX_SECTIONED_PASSAGES = 10_000  # a body at its 1 M character limit makes ~1,30
 # Scripts written without spaces between words: Hangul Jamo, CJK radicals to ideographs (kana
 # included), Hangul syllables, compatibility ideographs, full-width forms.
 _WIDE = "\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
-UNIT = re.compile(rf"[{_WIDE}]|[^\s{_WIDE}]{{1,{MAX_UNIT_CHARS}}}")
+UNIT = re.compile(rf"(?!\s)[{_WIDE}]|[^\s{_WIDE}]{{1,{MAX_UNIT_CHARS}}}")  # the ideographic space is no unit
 
 
 @dataclass(frozen=True)
