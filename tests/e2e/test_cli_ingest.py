@@ -8,7 +8,6 @@ import random
 import string
 import uuid
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -24,6 +23,7 @@ from cortex_indexer.bootstrap import CONSUMER
 from tests.acks import AckLog
 from tests.cli_runs import cli
 from tests.conftest import Org
+from tests.details import detail_when
 from tests.infrastructure import Infrastructure
 from tests.slow_pdf import slow_pdf
 
@@ -37,20 +37,6 @@ def word(prefix: str) -> str:
 
 def options_for(org: Org) -> IngestOptions:
     return IngestOptions(organization_id=org.id, work_id=None, doc_class=None, tags=())
-
-
-async def detail_when(client: httpx.AsyncClient, document_id: uuid.UUID, **expected: Any) -> dict[str, Any]:
-    """The document's detail once it exists and has the expected top-level fields."""
-    async with asyncio.timeout(30):
-        while True:
-            response = await client.get(f"/api/memory/documents/{document_id}")
-            if response.status_code == 200:
-                detail: dict[str, Any] = response.json()
-                if all(detail.get(key) == value for key, value in expected.items()):
-                    return detail
-            else:
-                assert response.status_code == 404, response.text
-            await asyncio.sleep(0.2)
 
 
 async def status_of(client: httpx.AsyncClient, document_id: uuid.UUID) -> int:

@@ -10,7 +10,6 @@ import random
 import string
 import uuid
 from pathlib import Path
-from typing import Any
 
 import httpx
 import psutil
@@ -27,6 +26,7 @@ from cortex_extractors import media_types, samples
 from cortex_messaging.buckets import BODY_BUCKET, INLINE_BODY_LIMIT, UPLOAD_BUCKET
 from cortex_messaging.publisher import publish_event
 from tests.conftest import Org, OrgFactory
+from tests.details import detail_when
 from tests.dlq import read_dead_letters
 from tests.events import publish_upsert, search_ids, upsert_event
 from tests.infrastructure import Infrastructure
@@ -61,6 +61,23 @@ def upload_document(org: Org, path: Path) -> uuid.UUID:
     return upload_document_id(upload_id_for(options_for(org), path))
 
 
+async def announce_file(js: JetStreamContext, org: Org, data: bytes, filename: str, media_type: str) -> uuid.UUID:
+    """Put the bytes in a bucket of their own and announce them as an upstream service would; the upload id."""
+    upload_id = uuid.uuid4()
+    store = await js.create_object_store(f"upstream-{uuid.uuid4().hex[:12]}", ObjectStoreConfig())
+    await store.put(f"{org.id}/{upload_id}", data)
+    upload = UploadCreated(
+        upload_id=upload_id,
+        organization_id=org.id,
+        filename=filename,
+        media_type=media_type,
+        size_bytes=len(data),
+        object=ObjectRef.owned(store._name, org.id, str(upload_id)),
+    )
+    await announce(js, upload)
+    return upload_id
+
+
 async def lexical_ids(client: httpx.AsyncClient, q: str) -> list[str]:
     """Documents that contain the words (BM25 alone: the dense leg ranks every document, matching or not)."""
     response = await client.get("/api/memory", params={"q": q, "mode": "lexical"})
@@ -78,20 +95,6 @@ async def announce(js: JetStreamContext, upload: UploadCreated) -> None:
         data=upload.model_dump(mode="json", by_alias=True, exclude_none=True),
     )
     await publish_event(js, subjects.kb_upload_created(upload.organization_id), event)
-
-
-async def detail_when(client: httpx.AsyncClient, document_id: uuid.UUID, **expected: Any) -> dict[str, Any]:
-    """The document's detail once it exists and has the expected top-level fields."""
-    async with asyncio.timeout(30):
-        while True:
-            response = await client.get(f"/api/memory/documents/{document_id}")
-            if response.status_code == 200:
-                detail: dict[str, Any] = response.json()
-                if all(detail.get(key) == value for key, value in expected.items()):
-                    return detail
-            else:
-                assert response.status_code == 404, response.text
-            await asyncio.sleep(0.2)
 
 
 async def test_every_file_type_is_extracted_and_found_by_its_own_words(
@@ -255,19 +258,9 @@ async def test_an_upload_declared_as_another_type_is_read_as_what_its_bytes_are(
 ) -> None:
     """Upstream says `application/pdf` and names it `report.pdf`; the bytes are a DOCX. Before: failed,
     `corrupt: not a readable PDF file`."""
-    said, upload_id = word("mislabelled"), uuid.uuid4()
+    said = word("mislabelled")
     data = samples.docx_file("Quarterly report", [("Summary", f"It mentions {said}.")])
-    store = await js.create_object_store(f"mislabelled-{uuid.uuid4().hex[:12]}", ObjectStoreConfig())
-    await store.put(f"{org.id}/report", data)
-    upload = UploadCreated(
-        upload_id=upload_id,
-        organization_id=org.id,
-        filename="report.pdf",
-        media_type=media_types.PDF,
-        size_bytes=len(data),
-        object=ObjectRef.owned(store._name, org.id, "report"),
-    )
-    await announce(js, upload)
+    upload_id = await announce_file(js, org, data, "report.pdf", media_types.PDF)
 
     detail = await detail_when(org.member, upload_document_id(upload_id), status="published")
     assert detail["item"]["title"] == "Quarterly report"
@@ -277,19 +270,10 @@ async def test_an_upload_declared_as_another_type_is_read_as_what_its_bytes_are(
 async def test_an_upload_without_a_title_or_a_name_to_show_is_untitled(org: Org, js: JetStreamContext) -> None:
     """A document's title must not be blank: a file with no title of its own and a name of white space and
     zero-width characters is "untitled", not dead-lettered."""
-    said, upload_id = word("nameless"), uuid.uuid4()
-    data = f"No heading here, only {said}.".encode()
-    store = await js.create_object_store(f"nameless-{uuid.uuid4().hex[:12]}", ObjectStoreConfig())
-    await store.put(f"{org.id}/nameless", data)
-    upload = UploadCreated(
-        upload_id=upload_id,
-        organization_id=org.id,
-        filename=" \u200b ",
-        media_type=media_types.PLAIN_TEXT,
-        size_bytes=len(data),
-        object=ObjectRef.owned(store._name, org.id, "nameless"),
+    said = word("nameless")
+    upload_id = await announce_file(
+        js, org, f"No heading here, only {said}.".encode(), " \u200b ", media_types.PLAIN_TEXT
     )
-    await announce(js, upload)
 
     detail = await detail_when(org.member, upload_document_id(upload_id), status="published")
     assert detail["item"]["title"] == "untitled"
