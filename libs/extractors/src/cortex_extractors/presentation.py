@@ -26,12 +26,21 @@ PLACEHOLDER_TITLES = frozenset({"powerpoint presentation"})
 
 
 def flattened(shapes: Iterable[BaseShape]) -> Iterator[BaseShape]:
-    """Shapes in reading order, with the members of groups in place of the groups."""
+    """Shapes in reading order, with the members of groups in place of the groups; hidden ones (and the
+    members of a hidden group) left out."""
     for shape in shapes:
+        if _shape_hidden(shape):
+            continue
         if isinstance(shape, GroupShape):
             yield from flattened(shape.shapes)
         else:
             yield shape
+
+
+def _shape_hidden(shape: BaseShape) -> bool:
+    """Whether the Selection Pane hid the shape: `hidden` on its non-visual properties (`p:cNvPr`)."""
+    properties = shape._element.xpath("./*[1]/p:cNvPr")  # every shape's first child holds them
+    return bool(properties) and properties[0].get("hidden", "0") in ("1", "true")
 
 
 def is_hidden(slide: Slide) -> bool:
