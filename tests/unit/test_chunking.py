@@ -221,7 +221,8 @@ def test_many_short_sections_keep_their_headings() -> None:
     assert chunks[1234].heading == "FAQ › Question 1234"
 
 
-def test_units_are_words_runs_of_16_characters_and_cjk_characters_not_spaces() -> None:
+def test_units_are_words_runs_of_32_characters_and_cjk_characters_not_spaces() -> None:
     assert len(units_of("plain words here")) == 3
-    assert len(units_of("x" * 40)) == 3  # 16 + 16 + 8
+    assert len(units_of("x" * 80)) == 3  # 32 + 32 + 16
+    assert len(units_of("internationalization")) == 1  # an ordinary long word is one, as before
     assert len(units_of("東京\u3000大阪")) == 4  # the ideographic space (U+3000) between them is white space
