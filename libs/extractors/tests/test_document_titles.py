@@ -7,7 +7,15 @@ from cortex_extractors import extract, media_types, samples
 
 
 @pytest.mark.parametrize(
-    "placeholder", ["PowerPoint Presentation", "powerpoint  presentation", " POWERPOINT PRESENTATION"]
+    "placeholder",
+    [
+        "PowerPoint Presentation",
+        "powerpoint  presentation",
+        " POWERPOINT PRESENTATION",
+        "PowerPoint-Präsentation",
+        "Présentation PowerPoint",
+        "Presentación de PowerPoint",
+    ],
 )
 def test_a_deck_titled_as_powerpoint_titles_every_new_deck_is_titled_by_its_first_slide(placeholder: str) -> None:
     """Before: every such deck was titled `PowerPoint Presentation`, in search results and citations."""

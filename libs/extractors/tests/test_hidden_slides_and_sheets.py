@@ -42,6 +42,19 @@ def test_shapes_hidden_on_a_shown_slide_are_left_out() -> None:
     assert "hidden" not in text
 
 
+def test_a_hidden_title_shape_titles_neither_its_slide_nor_the_deck() -> None:
+    presentation = Presentation(io.BytesIO(samples.pptx_file([("Draft title", "body")])))
+    title = presentation.slides[0].shapes.title
+    assert title is not None
+    title._element.xpath("./*[1]/p:cNvPr")[0].set("hidden", "1")
+    out = io.BytesIO()
+    presentation.save(out)
+
+    extracted = extract(media_types.PPTX, out.getvalue())
+
+    assert (extracted.title, extracted.text) == (None, "# Slide 1\n\nbody")
+
+
 def test_hidden_and_very_hidden_sheets_are_left_out() -> None:
     data = samples.xlsx_file(
         {

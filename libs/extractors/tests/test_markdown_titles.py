@@ -25,6 +25,11 @@ def title_of(text: str) -> str | None:
         ("## Sub\n===\n", None),  # before: "## Sub"
         ("- item\n===\n", None),
         ("---\nseo:\n  title: Nested\ntitle: >-\n  folded\n---\n\n# The heading\n", "The heading"),
+        ("# Real Title\n\n```yaml\ntitle: Your awesome title\n```\n", "Real Title"),  # before: a config's title
+        ("# Guide\n\ntitle: is the key of the page\n", "Guide"),
+        ('---\ntitle: "Quoted" # a comment\n---\n', "Quoted"),
+        ("---\ntitle: 'It''s here'\n---\n", "It's here"),
+        ("---\ntitle: Plain words # a comment\n---\n", "Plain words"),
     ],
 )
 def test_the_title_is_read_as_markdown_reads_it(text: str, title: str | None) -> None:

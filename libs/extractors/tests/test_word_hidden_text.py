@@ -150,3 +150,14 @@ def test_hidden_text_in_notes_headers_and_text_boxes_is_not_read() -> None:
     )
     text = _text(_p(_r("Body"), box), styles=STYLES, parts={"footnotes": footnotes, "header": header, "footer": footer})
     assert text.split("\n\n") == ["Body", "Boxed", "A note", "Header"]
+
+
+def test_a_text_box_anchored_in_a_hidden_run_is_hidden_with_it() -> None:
+    """Before (QA 45): the box was lifted out of its run before hidden runs were dropped, and read."""
+    box = (
+        f"<w:r>{HIDDEN}"
+        '<w:pict><v:shape xmlns:v="urn:schemas-microsoft-com:vml"><v:textbox><w:txbxContent>'
+        + _p(_r("hiddenanchoredbox"))
+        + "</w:txbxContent></v:textbox></v:shape></w:pict></w:r>"
+    )
+    assert _text(_p(_r("Visible"), box)).split("\n\n") == ["Visible"]

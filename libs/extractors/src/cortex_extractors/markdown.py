@@ -1,5 +1,7 @@
 """Markdown passes through as it is; the title is front matter's `title:`, else the first level-1 heading."""
 
+import re
+
 from cortex_extractors.extracted import Extracted
 from cortex_extractors.limits import short_title
 from cortex_extractors.markdown_headings import (
@@ -13,16 +15,26 @@ from cortex_extractors.media_types import MARKDOWN
 from cortex_extractors.plain_text import bounded, decode_text
 
 TITLE_SEARCH_LINES = 50
+DOUBLE_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+SINGLE_QUOTED = re.compile(r"'((?:[^']|'')*)'")  # '' is a quote within
 
 
 def _front_matter_title(lines: list[str]) -> str | None:
-    """Front matter's top-level `title:` (a plain scalar: a block scalar's `|` or `>` is no title)."""
-    for line in lines[1 : front_matter_end(lines) - 1]:
+    """Front matter's top-level `title:`: a quoted or plain scalar (a block scalar's `|` or `>` is no title)."""
+    end = front_matter_end(lines)
+    for line in lines[1 : end - 1] if end else ():
         key, colon, value = line.partition(":")
-        title = value.strip().strip("\"'")
         if colon and key == "title":
-            return None if title.startswith(("|", ">")) else title
+            return _scalar(value.strip())
     return None
+
+
+def _scalar(value: str) -> str | None:
+    if value[:1] in ("|", ">"):
+        return None
+    if quoted := DOUBLE_QUOTED.match(value) or SINGLE_QUOTED.match(value):
+        return quoted.group(1).replace("''", "'") if value[0] == "'" else quoted.group(1)
+    return value.partition(" #")[0].strip()  # a plain scalar ends where a comment begins
 
 
 def first_heading(text: str) -> str | None:

@@ -20,9 +20,19 @@ from cortex_extractors.limits import MAX_PARSED_PART_BYTES, MAX_SLIDES, BoundedT
 from cortex_extractors.media_types import PPTX
 from cortex_extractors.office_package import check_package
 
-# Core-properties titles that name no deck: PowerPoint's for a new presentation (python-pptx's too, for a
-# package without core properties). In lower case, as `short_title` compares them.
-PLACEHOLDER_TITLES = frozenset({"powerpoint presentation"})
+# Core-properties titles that name no deck: PowerPoint's for a new presentation, in English (python-pptx's
+# too, for a package without core properties) and in the commonest other languages. In lower case, as
+# `short_title` compares them.
+PLACEHOLDER_TITLES = frozenset(
+    {
+        "powerpoint presentation",
+        "powerpoint-präsentation",
+        "présentation powerpoint",
+        "presentación de powerpoint",
+        "presentazione standard di powerpoint",
+        "apresentação do powerpoint",
+    }
+)
 
 
 def flattened(shapes: Iterable[BaseShape]) -> Iterator[BaseShape]:
@@ -50,7 +60,8 @@ def is_hidden(slide: Slide) -> bool:
 
 def _slide_title(shapes: SlideShapes) -> str:
     title = shapes.title
-    return " ".join(title.text_frame.text.split()) if title is not None and title.has_text_frame else ""
+    shown = title is not None and title.has_text_frame and not _shape_hidden(title)
+    return " ".join(title.text_frame.text.split()) if shown else ""  # type: ignore[union-attr]
 
 
 def _add_shape(out: BoundedText, shape: BaseShape) -> None:

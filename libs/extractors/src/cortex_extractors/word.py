@@ -62,9 +62,10 @@ def _add_blocks(out: BoundedText, container: etree._Element, styles: ParagraphSt
 
 
 def _readable(root: etree._Element, styles: ParagraphStyles) -> etree._Element:
-    """`root` with its text boxes after their anchors and its hidden runs gone: ready for `_add_blocks`."""
-    lift_text_boxes(root)
+    """`root` with its hidden runs gone (a text box anchored in one with them) and its text boxes after their
+    anchors: ready for `_add_blocks`."""
     drop_hidden_runs(root, styles)
+    lift_text_boxes(root)
     return root
 
 

@@ -4,9 +4,9 @@ A passage carries its heading path ("Title › Section › Subsection") so that 
 dense index see what it is about. all-MiniLM-L6-v2 reads at most 256 word pieces, so passages of words
 stay well under that. The bound counts units: a word, a run of at most `MAX_UNIT_CHARS` characters of a
 longer one, or one CJK character. Ordinary text is cut by its words (at 16 characters a unit, 61 of CISI's
-1,460 documents were cut elsewhere, and its nDCG@10 moved by up to 0.006); text without spaces (minified
-JSON, CJK) into passages of bounded length, which the lexical index reads whole and the model by their
-start. Text is kept in Unicode NFC so that a query matches however it was typed.
+1,460 documents were cut elsewhere); text without spaces (minified JSON, CJK) into passages of bounded
+length, which the lexical index reads whole and the model by their start. Text is kept in Unicode NFC
+so that a query matches however it was typed.
 """
 
 import hashlib
