@@ -53,3 +53,32 @@ def test_declared_utf8_with_stray_bytes_is_read_with_them_as_windows_1252(
 def test_declared_utf8_with_control_bytes_is_still_refused_as_binary() -> None:
     with pytest.raises(CorruptFile, match="not UTF-8 text"):
         extract(media_types.HTML, b'<meta charset="utf-8"><p>\xff\x01\x02</p>', "page.html")
+
+
+@pytest.mark.parametrize(
+    ("data", "text"),
+    [
+        ("„Maß“".encode("cp1252"), "„Maß“"),  # `ß“` spells NKo `ߓ` in UTF-8: no letter of a script read here
+        (
+            "Résumé — naïve ".encode() + "“quoted” ‘single’ –".encode("cp1252"),
+            "Résumé — naïve “quoted” ‘single’ –",  # before: all windows-1252, `RÃ©sumÃ© â€”`
+        ),
+    ],
+)
+def test_the_evidence_for_utf8_is_weighed_by_what_its_characters_are(data: bytes, text: str) -> None:
+    """QA 45: a two-byte character counted as much as a stray byte, whatever it was."""
+    assert extract(media_types.PLAIN_TEXT, data).text == text
+
+
+@pytest.mark.parametrize(
+    ("charset", "body", "text"),
+    [
+        ("iso-8859-1", "He said “hi” to Cécile".encode(), "He said “hi” to Cécile"),  # UTF-8 mislabelled
+        ("windows-1252", b"caf\xe9 \x9d ok", "café \x9d ok"),  # an unassigned byte, as browsers read it
+        ("shift_jis", b"\x82\xa0 \x80\xff", "あ \ufffd\ufffd"),
+    ],
+)
+def test_a_page_in_a_declared_charset_is_read_whatever_bytes_it_holds(charset: str, body: bytes, text: str) -> None:
+    """QA 45: one byte the declared encoding does not define refused the whole page (`undecodable byte 0x9d`)."""
+    page = f'<html><head><meta charset="{charset}"></head><body><p>'.encode() + body + b"</p></body></html>"
+    assert extract(media_types.HTML, page).text == text

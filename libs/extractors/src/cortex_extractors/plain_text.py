@@ -14,6 +14,11 @@ CONTROL_BYTES = re.compile(rb"[\x00-\x08\x0b\x0e-\x1f\x7f]")  # binary data has 
 UNASSIGNED_IN_1252 = re.compile(rb"([\x81\x8d\x8f\x90\x9d])")
 STRAY_BYTE = re.compile("[\udc80-\udcff]")  # a byte UTF-8 could not decode, as Python's surrogateescape keeps it
 UTF_8 = frozenset({"utf-8", "utf-8-sig"})
+SINGLE_BYTE_LABELS = frozenset({"cp1252", "latin-1", "iso8859-1", "iso8859-15"})
+NON_ASCII = re.compile("[^\x00-\x7f]")
+PLAUSIBLE_TWO_BYTE_FROM, PLAUSIBLE_TWO_BYTE_TO = 0xA0, 0x600  # from NBSP to the end of Hebrew
+TWO_BYTE_TO = 0x800
+STRAY_FROM, STRAY_TO = 0xDC80, 0xDCFF  # surrogateescape's stray bytes
 BOM_ENCODINGS = (
     (codecs.BOM_UTF8, "utf-8-sig"),
     (codecs.BOM_UTF16_LE, "utf-16"),
@@ -29,18 +34,26 @@ def decode_text(data: bytes, encoding: str | None = None) -> str:
     UTF-8 but for a few stray bytes (no more than its multi-byte characters), it is UTF-8 with those bytes
     read as windows-1252: one Latin-1 `ï` pasted into UTF-8 text used to make all of it mojibake. Declared
     UTF-8 (by a byte-order mark or a page's charset), it is read so however many stray bytes it has: such a
-    page or file was refused, where browsers show it (with U+FFFD for each stray byte).
+    page or file was refused, where browsers show it (with U+FFFD for each stray byte). Declared in another
+    encoding, a byte it does not define is read as browsers read it (windows-1252's five unassigned bytes
+    as the C1 controls, any other as U+FFFD), and text declared Latin-1 that is valid UTF-8 is read as UTF-8.
     """
     declared = next((name for bom, name in BOM_ENCODINGS if data.startswith(bom)), encoding)
     encoding = declared or "utf-8"
+    if declared and codecs.lookup(declared).name in SINGLE_BYTE_LABELS and _is_utf8(data):
+        encoding = "utf-8"  # UTF-8 mislabelled as Latin-1 (common): browsers show mojibake, the index need not
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         if not CONTROL_BYTES.search(data):
             if declared is None:
                 return _mostly_utf8(data) or _windows_1252(data)
-            if codecs.lookup(encoding).name in UTF_8:
+            name = codecs.lookup(encoding).name
+            if name in UTF_8:
                 return _utf8_with_stray_bytes(data)[0]
+            if name == "cp1252":
+                return _windows_1252(data)  # its five unassigned bytes too, as browsers read them
+            return data.decode(encoding, "replace")  # as browsers show it: U+FFFD for a byte it cannot read
         raise CorruptFile(
             f"not {encoding.upper()} text: undecodable byte 0x{data[exc.start]:02x} at offset {exc.start} "
             "(binary data with a text file's type or name?)"
@@ -50,21 +63,37 @@ def decode_text(data: bytes, encoding: str | None = None) -> str:
     return text
 
 
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 def _mostly_utf8(data: bytes) -> str | None:
-    """`data` as UTF-8, its undecodable bytes as windows-1252; None when those outnumber its multi-byte
-    characters. Read so, windows-1252 text differs only where two or three of its characters happen to
-    spell a UTF-8 one (`Ã©` for `é`): a rare pair among many high bytes, not most of them."""
-    text, stray, multi_byte = _utf8_with_stray_bytes(data)
-    return text if multi_byte >= stray else None
+    """`data` as UTF-8, its undecodable bytes as windows-1252; None when they outweigh the evidence for UTF-8.
+    Read so, windows-1252 text differs only where two or three of its characters happen to spell a UTF-8 one:
+    `Ã©` spells `é`, a letter, but most such pairs spell a character of another script (`ß“` is NKo `ߓ`). So a
+    two-byte character counts only if it is a letter or sign of the Latin, Greek, Cyrillic, Armenian or
+    Hebrew blocks, and a three- or four-byte one, which windows-1252 text hardly ever spells, counts twice."""
+    text, stray, evidence = _utf8_with_stray_bytes(data)
+    return text if evidence >= stray else None
 
 
 def _utf8_with_stray_bytes(data: bytes) -> tuple[str, int, int]:
-    """`data` as UTF-8 (after its byte-order mark, if any), its undecodable bytes as windows-1252; and how
-    many such stray bytes and how many multi-byte characters it holds."""
+    """`data` as UTF-8 (after its byte-order mark, if any), its undecodable bytes as windows-1252; how many
+    such stray bytes it holds, and the weight of its multi-byte characters as evidence for UTF-8."""
     text = data.decode("utf-8-sig", "surrogateescape")
     stray = len(STRAY_BYTE.findall(text))
-    multi_byte = len(text) - len(text.encode("ascii", "ignore")) - stray
-    return text.translate(_STRAY_AS_1252), stray, multi_byte
+    evidence = sum(_weight(ord(char)) for char in NON_ASCII.findall(text))
+    return text.translate(_STRAY_AS_1252), stray, evidence
+
+
+def _weight(code_point: int) -> int:
+    if PLAUSIBLE_TWO_BYTE_FROM <= code_point < PLAUSIBLE_TWO_BYTE_TO:
+        return 1
+    return 2 if TWO_BYTE_TO <= code_point < STRAY_FROM or code_point > STRAY_TO else 0
 
 
 def _windows_1252(data: bytes) -> str:
