@@ -98,3 +98,17 @@ def test_content_browsers_do_not_render_is_not_text(element: str) -> None:
     (datalist, noembed, noframes), inert templates and no-script content: none is shown."""
     page = f"<p>before</p>{element}<p>after</p>".encode()
     assert extract(media_types.HTML, page).text == "before\n\nafter"
+
+
+@pytest.mark.parametrize(
+    ("html", "text"),
+    [
+        ("<table><tr><td><span hidden>x</td><td>y</td></tr></table><p>after", "y\n\nafter"),
+        ('<table><tr><td><div style="display:none">x</td><td>y</td></tr></table><p>after', "y\n\nafter"),
+        ("<ul><li><span hidden>x</li><li>y</li></ul><p>after", "- y\n\nafter"),
+    ],
+)
+def test_a_hidden_element_left_open_ends_with_its_cell_or_item(html: str, text: str) -> None:
+    """Before (QA 45): only an element whose end tag may be left out ended with its container, so an
+    unclosed `<span hidden>` in a table cell or list item hid the rest of the page."""
+    assert extract(media_types.HTML, html.encode()).text == text

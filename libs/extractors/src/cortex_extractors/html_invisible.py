@@ -66,11 +66,11 @@ class InvisibleElement:
 
     def __init__(self, tag: str, *, in_foreign: bool = False) -> None:
         self.tag = tag
-        # An end tag that matches nothing open inside ends it with its container: for an element whose end
-        # tag may be left out, its containers'; inside SVG or MathML, the end of the svg or math element.
-        self._container_ends = (_CONTAINER_ENDS if tag in _ENDED_BY else frozenset()) | (
-            FOREIGN_ROOTS if in_foreign else frozenset()
-        )
+        # An end tag that matches nothing open inside ends it with its container, as browsers close what is
+        # left open in a cell, an item or a block at its end (before, QA 45, only an element whose end tag may
+        # be left out was: an unclosed `<span hidden>` in a `<td>` hid the rest of the page); inside SVG or
+        # MathML, the end of the svg or math element does.
+        self._container_ends = _CONTAINER_ENDS | (FOREIGN_ROOTS if in_foreign else frozenset())
         self._open: list[str] = []
         self._counts: dict[str, int] = {}
         self._contexts: list[int] = []  # indices in `_open` of nested contexts: a start tag ends none below
