@@ -67,8 +67,9 @@ def _candidates(root: etree._Element, styles: ParagraphStyles) -> Iterator[etree
 
 
 def drop_hidden_runs(root: etree._Element, styles: ParagraphStyles) -> None:
-    """Removes the hidden runs from the tree of a body, note, header or footer part. Run after
-    `lift_text_boxes`: a text box's paragraphs are then judged by their own runs and styles."""
+    """Removes the hidden runs from the tree of a body, note, header or footer part. Run before
+    `lift_text_boxes`: a text box anchored in a hidden run goes with it, and the runs inside a box are judged
+    by the box's own paragraphs, their nearest, all the same."""
     hiding = _Hiding(styles)
     for run in [run for run in _candidates(root, styles) if hiding.hides(run)]:
         parent = run.getparent()
