@@ -1,16 +1,12 @@
 """DOCX text outside the body's paragraphs and tables: text boxes where they are anchored, then footnotes and
 endnotes, then each distinct header and footer text. Before, all of it was dropped."""
 
-import io
-import zipfile
-
 import pytest
 from docx.oxml.ns import nsdecls
 
 from cortex_extractors import TooLarge, extract, media_types, samples, word
 from cortex_extractors.limits import MAX_TEXT_CHARS
 
-_STYLED = samples.docx_file("t", [("h", "p")])  # a package whose styles name Heading1
 NAMESPACES = " ".join(
     [
         nsdecls("w", "r", "wp", "a"),
@@ -19,30 +15,10 @@ NAMESPACES = " ".join(
         'xmlns:wps="http://schemas.microsoft.com/office/word/2010/wordprocessingShape"',
     ]
 )
-RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 
 
 def _docx(body: str, parts: dict[str, str] | None = None) -> bytes:
-    """The sample package with `body` as its main document's body, and `parts` (relationship kind → the
-    part's XML, `kind.xml` in word/, related to the main part as `kind`; `kind-2` for a second one)."""
-    parts = parts or {}
-    document = f"<w:document {NAMESPACES}><w:body>{body}<w:sectPr/></w:body></w:document>"
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(_STYLED)) as source, zipfile.ZipFile(out, "w") as target:
-        for name in source.namelist():
-            content = source.read(name)
-            if name == "word/document.xml":
-                content = document.encode()
-            elif name == "word/_rels/document.xml.rels":
-                rels = "".join(
-                    f'<Relationship Id="rIdX{n}" Type="{RELATIONSHIPS}/{kind.split("-")[0]}" Target="{kind}.xml"/>'
-                    for n, kind in enumerate(parts)
-                )
-                content = content.replace(b"</Relationships>", f"{rels}</Relationships>".encode())
-            target.writestr(name, content)
-        for kind, xml in parts.items():
-            target.writestr(f"word/{kind}.xml", xml)
-    return out.getvalue()
+    return samples.docx_with_body(body, namespaces=NAMESPACES, parts=parts)
 
 
 def _text(body: str, parts: dict[str, str] | None = None) -> str:

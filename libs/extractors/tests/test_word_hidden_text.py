@@ -1,15 +1,10 @@
 """DOCX hidden text (`w:vanish`, set on a run or through its paragraph or character style) is not read: no
 reader of the document sees it. Before, it was indexed as if it were visible."""
 
-import io
-import zipfile
-
 from docx.oxml.ns import nsdecls
 
 from cortex_extractors import extract, media_types, samples
 
-_STYLED = samples.docx_file("t", [("h", "p")])  # a package whose styles name Heading1
-RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 HIDDEN = "<w:rPr><w:vanish/></w:rPr>"
 STYLES = (
     '<w:style w:type="paragraph" w:styleId="Secret"><w:name w:val="Secret"/><w:rPr><w:vanish/></w:rPr></w:style>'
@@ -25,28 +20,7 @@ STYLES = (
 
 
 def _docx(body: str, *, styles: str = "", parts: dict[str, str] | None = None) -> bytes:
-    """The sample package with `body` as its main document's body, `styles` added to its styles part, and
-    `parts` (relationship kind → the part's XML, `kind.xml` in word/, related to the main part as `kind`)."""
-    parts = parts or {}
-    document = f"<w:document {nsdecls('w')}><w:body>{body}<w:sectPr/></w:body></w:document>"
-    out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(_STYLED)) as source, zipfile.ZipFile(out, "w") as target:
-        for name in source.namelist():
-            content = source.read(name)
-            if name == "word/document.xml":
-                content = document.encode()
-            elif name == "word/styles.xml":
-                content = content.replace(b"</w:styles>", f"{styles}</w:styles>".encode())
-            elif name == "word/_rels/document.xml.rels":
-                rels = "".join(
-                    f'<Relationship Id="rIdX{n}" Type="{RELATIONSHIPS}/{kind}" Target="{kind}.xml"/>'
-                    for n, kind in enumerate(parts)
-                )
-                content = content.replace(b"</Relationships>", f"{rels}</Relationships>".encode())
-            target.writestr(name, content)
-        for kind, xml in parts.items():
-            target.writestr(f"word/{kind}.xml", xml)
-    return out.getvalue()
+    return samples.docx_with_body(body, namespaces=nsdecls("w"), styles=styles, parts=parts)
 
 
 def _text(body: str, *, styles: str = "", parts: dict[str, str] | None = None) -> str:

@@ -101,6 +101,35 @@ def xlsx_file(
     return out.getvalue()
 
 
+DOCX_RELATIONSHIPS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
+
+
+def docx_with_body(body: str, *, namespaces: str, styles: str = "", parts: Mapping[str, str] | None = None) -> bytes:
+    """A DOCX (styles naming Heading1) whose main part's body is the XML `body`, declaring `namespaces`;
+    `styles` added to its styles part, and `parts` (relationship kind → the part's XML, `kind.xml` in word/,
+    related to the main part as `kind`; `kind-2` for a second one of a kind): for what python-docx cannot write."""
+    parts = parts or {}
+    document = f"<w:document {namespaces}><w:body>{body}<w:sectPr/></w:body></w:document>"
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(docx_file("t", [("h", "p")]))) as source, zipfile.ZipFile(out, "w") as target:
+        for name in source.namelist():
+            content = source.read(name)
+            if name == "word/document.xml":
+                content = document.encode()
+            elif name == "word/styles.xml":
+                content = content.replace(b"</w:styles>", f"{styles}</w:styles>".encode())
+            elif name == "word/_rels/document.xml.rels":
+                relationships = "".join(
+                    f'<Relationship Id="rIdX{n}" Type="{DOCX_RELATIONSHIPS}/{kind.split("-")[0]}" Target="{kind}.xml"/>'
+                    for n, kind in enumerate(parts)
+                )
+                content = content.replace(b"</Relationships>", f"{relationships}</Relationships>".encode())
+            target.writestr(name, content)
+        for kind, xml in parts.items():
+            target.writestr(f"word/{kind}.xml", xml)
+    return out.getvalue()
+
+
 def xlsx_with_parts(parts: Mapping[str, bytes], content_types: str = "") -> bytes:
     """A one-sheet XLSX (sheet `S`, cell A1 `a`) with `parts` added or replaced, `content_types` added to its
     manifest: for sheets written as raw XML, which openpyxl would not write."""
