@@ -34,6 +34,7 @@ from cortex_contracts.base import WireModel, is_blank
 from cortex_contracts.documents import (
     TYPE_DOCUMENT_DELETED,
     TYPE_DOCUMENT_UPSERTED,
+    UNTITLED,
     DocumentDeleted,
     DocumentUpserted,
     ObjectRef,
@@ -81,7 +82,7 @@ def title_of(path: Path, body: str) -> str:
     for title in (first_heading(body), short_title(readable(path.stem))):
         if title and not is_blank(title):
             return title
-    return "untitled"
+    return UNTITLED
 
 
 def _file_uuid(name: str) -> uuid.UUID:

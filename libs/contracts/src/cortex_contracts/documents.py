@@ -1,6 +1,5 @@
 """Knowledge-base document events: upserted, deleted, and the indexer's `indexed`."""
 
-import unicodedata
 from datetime import datetime
 from enum import StrEnum
 from typing import Annotated
@@ -8,14 +7,14 @@ from uuid import UUID
 
 from pydantic import AfterValidator, Field, StrictInt, StringConstraints, model_validator
 
-from cortex_contracts.base import BIGINT_MAX, NO_NUL, WireModel, is_blank
+from cortex_contracts.base import BIGINT_MAX, NO_NUL, WireModel, is_blank, nfc
 
 
 def tag_key(text: str) -> str:
     """One tag for one word, however it is typed: "café" with é or with e + U+0301 (QA 30: two tags), and
     "Billing" from one Work's KB and "billing" from another's. Tags are kept lower-cased, in NFC, without
     surrounding white space (a filter's too: `tag=%20spaced%20` found nothing, QA 37)."""
-    return unicodedata.normalize("NFC", text.strip().lower())
+    return nfc(text.strip().lower())
 
 
 Tag = Annotated[
@@ -50,6 +49,7 @@ def _titled(title: str) -> str:
 DocClass = Annotated[str | None, Field(max_length=64, pattern=NO_NUL), AfterValidator(_class_or_none)]
 Source = Annotated[str, Field(min_length=1, max_length=64, pattern=NO_NUL), AfterValidator(_named_source)]
 Title = Annotated[str, Field(min_length=1, max_length=300, pattern=NO_NUL), AfterValidator(_titled)]
+UNTITLED = "untitled"  # the title of a document that gives none of its own and has no name to show
 MAX_BODY_CHARS = 1024 * 1024
 
 TYPE_DOCUMENT_UPSERTED = "kb.document.upserted"

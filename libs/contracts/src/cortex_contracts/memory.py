@@ -9,7 +9,7 @@ from uuid import UUID, uuid5
 
 from pydantic import AfterValidator, Field, model_validator
 
-from cortex_contracts.base import NO_NUL, WireModel, is_blank, nfc, nfc_within
+from cortex_contracts.base import NO_NUL, WireModel, is_blank, nfc_within
 from cortex_contracts.json_metadata import JsonMetadata
 
 MAX_ENTRY_CHARS = 8192
@@ -49,13 +49,10 @@ def _has_text(content: str) -> str:
     return content
 
 
-def _nfc(content: str) -> str:
-    """One spelling of what reads the same: "café" typed with é or with e + U+0301 is one memory, with one
-    id (QA 36: two entries). Only canonical equivalents are folded: case and white space are kept."""
-    folded = nfc(content)
-    if len(folded) > MAX_ENTRY_CHARS:  # some characters grow in NFC (U+0958 is two): the limit holds as stored
-        raise ValueError(f"content is over {MAX_ENTRY_CHARS} characters in Unicode NFC ({len(folded)})")
-    return folded
+# One spelling of what reads the same: "café" typed with é or with e + U+0301 is one memory, with one id (QA 36:
+# two entries). Only canonical equivalents are folded: case and white space are kept. Some characters grow
+# in NFC (U+0958 is two): the limit holds as stored.
+_nfc = nfc_within(MAX_ENTRY_CHARS)
 
 
 # What an entry remembers, as an event carries it and as POST /entries takes it: stored and hashed in NFC.

@@ -11,9 +11,9 @@ so that a query matches however it was typed.
 
 import hashlib
 import re
-import unicodedata
 from dataclasses import dataclass
 
+from cortex_contracts.base import nfc
 from cortex_extractors.markdown_headings import (
     atx_heading,
     can_be_setext_text,
@@ -151,7 +151,7 @@ def chunk_document(title: str, body: str) -> list[Chunk]:
     Over `MAX_SECTIONED_PASSAGES`, headings are read as text if that makes fewer passages: a heading every
     few words (a 1 MB body of `# h` / `t` lines made 170,000 passages, hours of embedding for one event)
     then costs what the same words without headings would."""
-    title, body = unicodedata.normalize("NFC", title), unicodedata.normalize("NFC", body)
+    title, body = nfc(title), nfc(body)
     chunks = _chunks(title, _sections(body))
     if len(chunks) > MAX_SECTIONED_PASSAGES:
         chunks = min(chunks, _chunks(title, _sections(body, headings=False)), key=len)

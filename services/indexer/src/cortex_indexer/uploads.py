@@ -11,7 +11,7 @@ from pathlib import PurePath
 from nats.js import JetStreamContext
 
 from cortex_contracts.base import is_blank
-from cortex_contracts.documents import DocumentIndexed, DocumentUpserted
+from cortex_contracts.documents import UNTITLED, DocumentIndexed, DocumentUpserted
 from cortex_contracts.uploads import UploadCreated, upload_document_id
 from cortex_extractors import ExtractionError, detect_media_type, media_types, supported_media_types
 from cortex_extractors.limits import MAX_INPUT_BYTES
@@ -23,7 +23,6 @@ from cortex_messaging.delivery import PoisonMessage
 
 SOURCE = "upload"
 MAX_TITLE_CHARS = 300
-UNTITLED = "untitled"
 NO_TEXT = "empty: the file holds no text"
 NO_TEXT_IN_PDF = f"{NO_TEXT} (a scanned PDF or an image needs OCR first)"
 
@@ -81,7 +80,7 @@ async def _text(js: JetStreamContext, workers: ExtractionWorkers, upload: Upload
 
 def _title(extracted: str | None, filename: str) -> str:
     """The file's own title (without NULs, which PostgreSQL text cannot hold: a PDF's metadata may have
-    them), else its name, else "untitled": a document's title must not be blank."""
+    them), else its name, else `UNTITLED`: a document's title must not be blank."""
     for candidate in (extracted or "", PurePath(filename).stem, filename):
         title = candidate.replace("\x00", "")[:MAX_TITLE_CHARS]
         if not is_blank(title):
