@@ -195,7 +195,9 @@ async def test_the_work_facet_and_stats_count_every_work_documents_name(
 
     async def work_facet() -> dict[str, tuple[str, int]] | None:
         values = (await org.member.get("/api/memory/facets")).json()["work"]
-        return {v["value"]: (v["label"], v["count"]) for v in values} if len(values) == 2 else None
+        facet = {v["value"]: (v["label"], v["count"]) for v in values}
+        # The catalog's own consumer may apply the Work's title after its documents are indexed.
+        return facet if len(facet) == 2 and facet.get(str(known), ("",))[0] == "Billing" else None
 
     assert await _eventually(work_facet) == {str(known): ("Billing", 1), str(unknown): (str(unknown), 2)}
     selected = (await org.member.get("/api/memory/facets", params={"work": str(unknown)})).json()["work"]
