@@ -42,11 +42,13 @@ def _python_docx_blocks(
             rows = []
             for row in block.rows:
                 cells: list[str] = []
+                last = None
                 for cell in row.cells:
-                    text = " ".join(cell.text.split())
-                    if not cells or text != cells[-1]:
-                        cells.append(text)
-                rows.append(" | ".join(cells))
+                    if cell._tc is not last:  # python-docx repeats a cell once per grid column it spans
+                        cells.append(" ".join(cell.text.split()))
+                    last = cell._tc
+                if any(cells):
+                    rows.append(" | ".join(cells))
             out.add_lines(rows)
             continue
         style = block.style
@@ -406,7 +408,7 @@ def test_merged_cells_show_once_and_continuations_show_the_cell_above() -> None:
         "r2c0 r2c1 r3c0 r3c1 | r2c2 | r1c3 r2c3 r3c3",
         "r2c0 r2c1 r3c0 r3c1 | r3c2 | r1c3 r2c3 r3c3",
     ]
-    assert blocks[2] == "same | other"
+    assert blocks[2] == "same | same | other"  # equal neighbours keep their columns
     assert blocks[3].splitlines() == ["a | tall | c", "tall | f", "g | tall | h"]
 
 
@@ -529,3 +531,12 @@ def test_reading_a_docx_does_not_load_python_docx() -> None:
     )
     done = subprocess.run([sys.executable, "-c", script], input=data, capture_output=True, check=True)  # noqa: S603
     assert done.stdout.decode().split() == ["Loaded?", "False"]
+
+
+def test_table_cells_keep_their_columns_when_empty_or_equal_to_their_neighbour() -> None:
+    """Before, a cell equal to the one before it was dropped, as python-docx's readers did: `a |  |  | b` read
+    `a |  | b` and `Yes | Yes | No` read `Yes | No`, each value then under another column's heading."""
+    table = [["Feature", "Basic", "Pro", "Notes"], ["a", "", "", "b"], ["SSO", "Yes", "Yes", "No"], ["", "", "", ""]]
+    text = extract(media_types.DOCX, samples.docx_file("Plans", [("Compare", "text")], table=table)).text
+    rows = ["Feature | Basic | Pro | Notes", "a |  |  | b", "SSO | Yes | Yes | No"]  # the empty row is none
+    assert text.split("\n\n")[-1].splitlines() == rows

@@ -92,7 +92,7 @@ def _shown_cells(rows: list[etree._Element]) -> Iterator[list[etree._Element]]:
     """Per row, the cells whose text it shows: a merged continuation shows the cell where its merge
     starts above (python-docx walked up row by row for each; here each row remembers what it showed at
     each grid column, so a tall merged table costs one pass, not rows × rows). python-docx repeats a cell
-    once per grid column it spans; the repeats would be dropped as duplicates, so each comes once here
+    once per grid column it spans, and its readers dropped the repeats; each comes once here
     (none for a span below 1, as there)."""
     above: dict[int, etree._Element] = {}  # grid column → the cell the previous row showed there
     for row in rows:
@@ -123,20 +123,20 @@ def _cell_text(cell: etree._Element) -> str:
 
 
 def _row_cells(table: etree._Element) -> Iterator[list[str]]:
-    """Per row, its cells' text, consecutive repeats dropped. A merged cell shows in every row it spans:
-    its text is read once (a tall one holding a nested table would be read again for each row)."""
+    """Per row, its cells' text, every cell in its column: python-docx's readers dropped a cell equal to the
+    one before, which shifted `Yes | Yes | No` and `a |  |  | b` out of their columns. A merged cell shows
+    in every row it spans: its text is read once (a tall one holding a nested table would be read again for
+    each row)."""
     read: dict[etree._Element, str] = {}
     for shown in _shown_cells(list(unwrapped(table, w.ROW))):
         cells: list[str] = []
         for cell in shown:
             if cell not in read:
                 read[cell] = _cell_text(cell)
-            text = read[cell]
-            if not cells or text != cells[-1]:  # equal neighbours show once, as python-docx's repeats did
-                cells.append(text)
+            cells.append(read[cell])
         yield cells
 
 
 def table_rows(table: etree._Element) -> list[str]:
-    """One line a row: its cells' text, whitespace collapsed, joined by ` | `, consecutive repeats dropped."""
-    return [" | ".join(cells) for cells in _row_cells(table)]
+    """One line a row: its cells' text, whitespace collapsed, joined by ` | `; a row of empty cells is none."""
+    return [" | ".join(cells) for cells in _row_cells(table) if any(cells)]
