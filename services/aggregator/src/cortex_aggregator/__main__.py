@@ -12,7 +12,8 @@ from cortex_telemetry.tracing import configure_tracing
 
 
 async def main() -> int:
-    settings = settings_or_exit(AggregatorSettings, "cortex-aggregator")  # filled from the environment
+    # Filled from the environment; cortex run reads the number of copies.
+    settings = settings_or_exit(AggregatorSettings, "cortex-aggregator", frozenset({"CORTEX_AGGREGATOR_COPIES"}))
     configure_logging(settings.log_level)
     provider = configure_tracing("cortex-aggregator", settings.trace_exporter, settings.otlp_endpoint)
     try:
