@@ -40,12 +40,19 @@ def make_engine(
     the caller must then try again when a statement fails on a connection the server closed.
     `max_overflow` (default: `pool_size`) connections beyond the pool are opened under load and closed
     when returned: each is a new server process, so a service that is busy for long wants none."""
+    dsn = asyncpg_dsn(database_url)
+
+    async def connect() -> asyncpg.Connection:
+        # asyncpg reads the URL's libpq parameters itself (`sslmode=require`, `sslrootcert`, …): SQLAlchemy's
+        # dialect would pass each to asyncpg.connect as a keyword it does not take, a TypeError at start.
+        return await asyncpg.connect(dsn, server_settings=server_settings or None)
+
     return create_async_engine(
         async_url(database_url),
         pool_size=pool_size,
         max_overflow=pool_size if max_overflow is None else max_overflow,
         pool_pre_ping=pre_ping,
-        connect_args={"server_settings": server_settings} if server_settings else {},
+        async_creator=connect,
     )
 
 
