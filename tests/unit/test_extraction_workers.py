@@ -212,3 +212,24 @@ async def test_a_worker_started_by_a_large_process_is_not_taken_for_spent() -> N
         assert extraction_workers() - others == first
     finally:
         await workers.close()
+
+
+async def test_a_worker_holds_no_credential_of_its_indexer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker parses untrusted files: before, it inherited the indexer's whole environment, the database's
+    URL with its password and CORTEX_SECRET (which signs every token) among it."""
+    monkeypatch.setenv("DATABASE_URL", "postgresql://cortex_app:hunter2@db/cortex")
+    monkeypatch.setenv("CORTEX_SECRET", "s" * 48)
+    monkeypatch.setenv("CORTEX_EMBEDDER_OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("LC_ALL", "C.UTF-8")
+    others = extraction_workers()
+    workers = ExtractionWorkers(workers=1, timeout_seconds=5)
+    await workers.start()
+    try:
+        (pid,) = extraction_workers() - others
+        environment = psutil.Process(pid).environ()
+        assert (await workers.extract(*NOTE)).title == "Plan"
+    finally:
+        await workers.close()
+    assert not {"DATABASE_URL", "CORTEX_SECRET", "CORTEX_EMBEDDER_OPENAI_API_KEY"} & set(environment)
+    assert environment["LC_ALL"] == "C.UTF-8"
+    assert environment["PATH"] == os.environ["PATH"]

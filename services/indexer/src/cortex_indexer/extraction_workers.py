@@ -12,7 +12,9 @@ stdin and stdout (the worker is our own program, so the pickles are trusted).
 A worker belongs to its indexer, not to the indexer's process group: Ctrl-C in a terminal and a
 supervisor's stop signal the whole group, and workers that died of it made an indexer still starting
 fail (exit code 1, "restart me") instead of stopping. So each runs in a session of its own and ends
-with its indexer: killed by it, at the end of its stdin, or (Linux) when the indexer dies.
+with its indexer: killed by it, at the end of its stdin, or (Linux) when the indexer dies. A worker parses
+files anyone in the organization could upload: it gets only the environment Python needs, not the database's
+URL (its password), the secret or any other credential of the indexer's.
 """
 
 import asyncio
@@ -22,6 +24,7 @@ import ctypes.util
 import logging
 import os
 import pickle
+import re
 import resource
 import signal
 import struct
@@ -45,6 +48,13 @@ FRAME = struct.Struct("!Q")
 Job = tuple[str, bytes, str | None]  # media type, the file's bytes, its name
 Reply = Extracted | BaseException
 WARM_UP: Job = ("text/plain", b"ready", None)
+# What a worker keeps of its indexer's environment: where Python and its packages are, the locale, the time zone,
+# where temporary files go.
+WORKER_VARIABLES = re.compile(r"PATH|HOME|TMPDIR|TZ|LANG|LANGUAGE|LC_[A-Z]+|PYTHON[A-Z_]*|VIRTUAL_ENV")
+
+
+def worker_environment(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+    return {name: value for name, value in environ.items() if WORKER_VARIABLES.fullmatch(name)}
 
 
 class TooSlow(ExtractionError):
@@ -86,6 +96,7 @@ class ExtractionWorkers:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             start_new_session=True,
+            env=worker_environment(os.environ),
         )
 
     @asynccontextmanager
