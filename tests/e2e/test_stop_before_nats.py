@@ -22,7 +22,7 @@ def test_a_service_waiting_for_nats_stops_on_sigterm(migrated: Infrastructure, s
         **os.environ,
         "NATS_URL": f"nats://127.0.0.1:{free_port('127.0.0.1')}",  # nothing listens there
         "DATABASE_URL": migrated.app_database_url,
-        "CORTEX_SECRET": "stop-test-secret",
+        "CORTEX_SECRET": "stop-test-secret-" + "x" * 32,
         "CORTEX_INDEXER_EMBEDDER": "none",
         "CORTEX_AGGREGATOR_EMBEDDER": "none",
         "CORTEX_GATEWAY_PORT": str(free_port("127.0.0.1")),

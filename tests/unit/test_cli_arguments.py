@@ -59,6 +59,7 @@ def test_ingest_says_which_files_are_missing_and_which_are_directories(
         (["apikey", "list", "--org", "acme"], {"DATABASE_URL": "localhost/postgres"}, "error: DATABASE_URL must be"),
         (["run"], {"DATABASE_URL": "localhost/postgres"}, "error: DATABASE_URL must be a PostgreSQL URL"),
         (["run"], {"CORTEX_SECRET": ""}, "error: CORTEX_SECRET is empty: give one, or unset it"),
+        (["run"], {"CORTEX_SECRET": "s3cret"}, "error: CORTEX_SECRET must be at least 32 bytes"),
         (["run"], {"CORTEX_AGGREGATOR_COPIES": "abc"}, "error: CORTEX_AGGREGATOR_COPIES: not a number of processes"),
     ],
 )

@@ -18,7 +18,7 @@ def start_gateway(host: str, port: int) -> subprocess.CompletedProcess[str]:
         "CORTEX_GATEWAY_HOST": host,
         "CORTEX_GATEWAY_PORT": str(port),
         "DATABASE_URL": "postgresql://cortex@127.0.0.1:1/cortex",  # never reached
-        "CORTEX_SECRET": "listen-test-secret",
+        "CORTEX_SECRET": "listen-test-secret-" + "x" * 32,
     }
     return subprocess.run(
         [sys.executable, "-m", "cortex_gateway"], env=env, capture_output=True, text=True, timeout=60, check=False

@@ -12,7 +12,7 @@ from cortex_memory_plugins.mem0 import Mem0Settings
 from cortex_plugins.builtins.http_reranker import HttpRerankerSettings
 from cortex_vector_stores.settings import PgVectorSettings, QdrantSettings
 
-BASE = {"DATABASE_URL": "postgresql://cortex@127.0.0.1/cortex", "CORTEX_SECRET": "s3cret"}
+BASE = {"DATABASE_URL": "postgresql://cortex@127.0.0.1/cortex", "CORTEX_SECRET": "s3cret-" + "x" * 32}
 
 
 @pytest.mark.parametrize(
@@ -33,6 +33,11 @@ BASE = {"DATABASE_URL": "postgresql://cortex@127.0.0.1/cortex", "CORTEX_SECRET":
         (AggregatorSettings, "CORTEX_AGGREGATOR_EXACT_SCAN_MAX_CHUNKS", "99999999999999999999", "less than or"),
         (AggregatorSettings, "CORTEX_SECRET", "", "must not be empty"),
         (AggregatorSettings, "CORTEX_SECRET", " \t", "must not be empty"),  # before: refused by the CLI only
+        # Before, any key signed tokens: a short one can be guessed, a template's is known to all who read it.
+        (GatewaySettings, "CORTEX_SECRET", "s3cret", "at least 32 bytes"),
+        (AggregatorSettings, "CORTEX_SECRET", "x" * 31, "at least 32 bytes"),
+        (GatewaySettings, "CORTEX_SECRET", "CHANGE-ME-run-openssl-rand-base64-48", "a template's placeholder"),
+        (GatewaySettings, "CORTEX_SECRET", "cortex-dev-secret-change-me-0123456789abcdef", "a template's placeholder"),
         (PgVectorSettings, "CORTEX_PGVECTOR_EXACT_SCAN_MAX_CHUNKS", "3000000000", "less than or equal to"),
         (HttpRerankerSettings, "CORTEX_RERANKER_BASE_URL", "localhost:7997/v1", "http:// or https:// URL"),
         (Mem0Settings, "CORTEX_MEM0_URL", "mem0.internal:8000", "http:// or https:// URL"),

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from cortex_contracts.settings_values import checked_database_url
+from cortex_contracts.settings_values import checked_database_url, secret_problem
 
 RUNTIME_FILE = "runtime.env"
 SECRET_FILE = "secret"  # noqa: S105 — a file name, not a secret
@@ -80,9 +80,12 @@ def ensure_secret(directory: Path) -> str:
     """CORTEX_SECRET; else the one the `cortex run` in this data directory was given (so that tokens made in
     another shell are valid there); else the one stored in the data directory (made on first use, 0600)."""
     if "CORTEX_SECRET" in os.environ:
-        if not os.environ["CORTEX_SECRET"].strip():  # a template's unset variable, say: as the services refuse it
+        secret = os.environ["CORTEX_SECRET"]
+        if not secret.strip():  # a template's unset variable, say: as the services refuse it
             raise BadSetting("CORTEX_SECRET is empty: give one, or unset it to use the data directory's own")
-        return os.environ["CORTEX_SECRET"]
+        if problem := secret_problem(secret):  # as the services would refuse it, once started
+            raise BadSetting(f"CORTEX_SECRET {problem}")
+        return secret
     if given := read_runtime(directory).get("CORTEX_SECRET"):
         return given
     path = directory / SECRET_FILE

@@ -23,9 +23,25 @@ def _http_url(url: str) -> str:
     return url
 
 
-def _not_empty(secret: SecretStr) -> SecretStr:
-    if not secret.get_secret_value().strip():  # as the CLI refuses it: spaces are a template's blank, not a key
-        raise ValueError("must not be empty")
+MIN_SECRET_BYTES = 32  # HS256 wants a key at least as long as its hash (RFC 7518 §3.2)
+PLACEHOLDER = re.compile(r"change[-_ ]?me", re.IGNORECASE)  # a template's value, published with it
+
+
+def secret_problem(secret: str) -> str | None:
+    """Why `secret` cannot sign tokens, or None. Anyone who knows or guesses the key can make a token for any
+    member of any organization."""
+    if not secret.strip():  # spaces are a template's blank, not a key
+        return "must not be empty"
+    if len(secret.encode()) < MIN_SECRET_BYTES:
+        return f"must be at least {MIN_SECRET_BYTES} bytes (openssl rand -base64 48 makes one)"
+    if PLACEHOLDER.search(secret):
+        return "is a template's placeholder, known to anyone who read it (openssl rand -base64 48 makes one)"
+    return None
+
+
+def _strong(secret: SecretStr) -> SecretStr:
+    if problem := secret_problem(secret.get_secret_value()):
+        raise ValueError(problem)
     return secret
 
 
@@ -40,6 +56,6 @@ def _listen_host(host: str) -> str:
 DatabaseUrl = Annotated[str, AfterValidator(checked_database_url)]
 ListenHost = Annotated[str, AfterValidator(_listen_host)]
 HttpUrl = Annotated[str, AfterValidator(_http_url)]
-Secret = Annotated[SecretStr, AfterValidator(_not_empty)]
+Secret = Annotated[SecretStr, AfterValidator(_strong)]
 MAX_PORT = 65535
 Port = Annotated[int, Field(ge=1, le=MAX_PORT)]
