@@ -33,6 +33,16 @@ def test_no_pod_gets_the_services_variables(workload: str) -> None:
     assert pod_specs()[workload].get("enableServiceLinks") is False
 
 
+@pytest.mark.parametrize("workload", sorted(pod_specs()))
+def test_every_pod_meets_the_restricted_pod_security_standard(workload: str) -> None:
+    spec = pod_specs()[workload]
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert spec["automountServiceAccountToken"] is False
+    for container in spec["containers"]:
+        assert container["securityContext"] == {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+
+
 def test_the_gateway_cannot_read_a_service_link_as_its_port(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CORTEX_GATEWAY_DATABASE_URL", "postgresql://cortex@localhost/cortex")
     monkeypatch.setenv("CORTEX_GATEWAY_SECRET", "x" * 32)
