@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from cortex_cli.api_keys import create_key, revoke_key
 from cortex_embedded_servers import EmbeddedNats, free_port
+from cortex_gateway import access as access_module
 from cortex_gateway.access import (
     APPLICATION_NAME,
     CALLER_ACCESS,
@@ -200,6 +201,38 @@ async def test_a_database_that_cannot_be_reached_is_a_503_with_retry_after(migra
     assert response.headers["content-type"] == "application/problem+json"
     assert response.headers["retry-after"] == "5"
     assert response.json()["detail"] == "The database is not reachable."
+
+
+async def test_a_database_that_does_not_answer_is_unreachable_after_the_lookups_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server that takes the connection and says nothing (stopped, or its host gone without a reset). Before
+    (QA 46), every request waited as long as the outage lasted: 150 s for a 150 s freeze."""
+    monkeypatch.setattr(access_module, "LOOKUP_SECONDS", 0.5)
+
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # until the client gives up
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with make_access_pool(f"postgresql://cortex_app@127.0.0.1:{port}/cortex", size=1) as pool:
+            async with asyncio.timeout(5):
+                with pytest.raises(DatabaseUnreachable, match="TimeoutError"):
+                    await caller_access(pool, "acme", user_id="alice")
+    finally:
+        server.close()
+
+
+async def test_a_database_still_starting_up_is_unreachable(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLSTATE 57P03 while PostgreSQL restarts: before (QA 46), a 500 with a traceback in the gateway's log."""
+
+    async def starting(*args: Any) -> Any:
+        raise asyncpg.CannotConnectNowError("the database system is starting up")
+
+    monkeypatch.setattr(access_module, "_lookup", starting)
+    with pytest.raises(DatabaseUnreachable, match="starting up"):
+        await caller_access(None, "acme", user_id="alice")  # the lookup is replaced: no pool needed
 
 
 async def test_through_the_gateway_requests_go_on_after_the_server_closed_its_lookup_connections(

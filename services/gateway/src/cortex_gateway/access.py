@@ -12,6 +12,7 @@ since (a restart, an idle timeout) fails the statement instead; the pool drops i
 lookup is tried once more on a fresh one.
 """
 
+import asyncio
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -24,8 +25,13 @@ from cortex_store.models import MemberRole
 APPLICATION_NAME = "cortex-gateway-access"  # how its connections show in pg_stat_activity
 CALLER_ACCESS = "SELECT organization_id, tenant_id, role, api_key_id FROM cortex_caller_access($1, $2, $3)"
 
-# A closed connection (`CONNECTION_LOST`), and what connecting to a server that is down or starting raises.
-_UNREACHABLE = (*CONNECTION_LOST, OSError, TimeoutError)
+# A closed connection (`CONNECTION_LOST`), what connecting to a server that is down or starting raises
+# ("the database system is starting up" is an operator intervention, not a connection error), and a lookup
+# out of time.
+_UNREACHABLE = (*CONNECTION_LOST, asyncpg.CannotConnectNowError, OSError, TimeoutError)
+# A database that does not answer (stopped, or its host gone without a reset): the request is a 503 after
+# this long, where it waited as long as the outage lasted (asyncpg's own connect timeout is 60 s).
+LOOKUP_SECONDS = 5.0
 
 
 class DatabaseUnreachable(Exception):
@@ -56,7 +62,7 @@ def make_access_pool(database_url: str, *, size: int) -> asyncpg.Pool:
 
 
 async def _lookup(pool: asyncpg.Pool, slug: str, user_id: str | None, key_hash: str | None) -> Any:
-    async with pool.acquire() as connection:
+    async with asyncio.timeout(LOOKUP_SECONDS), pool.acquire() as connection:
         return await connection.fetchrow(CALLER_ACCESS, slug, user_id, key_hash)
 
 
