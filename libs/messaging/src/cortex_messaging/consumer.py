@@ -9,11 +9,17 @@ A message is settled (acked, or termed) only once its dead letter, if it has one
 that cannot be sent is tried again with the backoff, at the message's next deliveries; after twice
 `max_deliver` deliveries the message is termed, logged at ERROR with its event id and stream sequence:
 it stays in its stream, but is not delivered again.
+
+A failure that says a dependency is down (`ConsumerSpec.unavailable`: the database cannot be reached) is no
+fault of the message: the handler is tried again in the same delivery, waiting longer each time (kept in
+progress meanwhile), until the dependency answers or the consumer stops. So an outage longer than the
+backoff no longer sends every event in flight to the DLQ, and it is logged once, not once a try an event.
 """
 
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nats.aio.msg import Msg
@@ -26,7 +32,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from cortex_messaging.dead_letter import DeadLetter, send_dead_letter
-from cortex_messaging.delivery import Handler, PoisonMessage, parse_delivery
+from cortex_messaging.delivery import Delivery, Handler, PoisonMessage, RecordedFailure, parse_delivery
 from cortex_messaging.trace_headers import extract
 
 log = logging.getLogger(__name__)
@@ -46,6 +52,8 @@ class ConsumerSpec:
     ack_wait_seconds: float = 30.0
     batch: int = 32
     concurrency: int = 16
+    unavailable: Callable[[BaseException], bool] = lambda exc: False  # a dependency down: wait, do not count
+    outage_retry_seconds: tuple[float, float] = (1.0, 30.0)  # the first wait, doubled up to the second
 
 
 def _consumer_config(spec: ConsumerSpec) -> ConsumerConfig:
@@ -66,8 +74,11 @@ class DurableConsumer:
         self._spec = spec
         self._handler = handler
         self._slots = asyncio.Semaphore(spec.concurrency)
+        self._stop = asyncio.Event()
+        self._held = 0  # deliveries waiting out an outage
 
     async def run(self, stop: asyncio.Event) -> None:
+        self._stop = stop
         spec = self._spec
         await self._js.add_consumer(spec.stream, _consumer_config(spec))
         sub = await self._js.pull_subscribe_bind(durable=spec.durable, stream=spec.stream)
@@ -133,7 +144,7 @@ class DurableConsumer:
         heartbeat = asyncio.create_task(self._keep_alive(msg))
         try:
             final = deliveries >= self._spec.max_deliver
-            outcome = await self._handler(parse_delivery(msg.subject, msg.data, deliveries, final=final))
+            outcome = await self._through_outages(parse_delivery(msg.subject, msg.data, deliveries, final=final))
         except PoisonMessage as exc:
             span.set_status(Status(StatusCode.ERROR, str(exc)[:200]))
             log.warning("dead-lettering poison message on %s: %s", msg.subject, exc)
@@ -158,6 +169,31 @@ class DurableConsumer:
             if not await self._send_letter(msg, headers, outcome.reason, outcome.error):
                 return
         await msg.ack()
+
+    async def _through_outages(self, delivery: Delivery) -> RecordedFailure | None:
+        """The handler's result, tried again while it fails for a dependency that is down."""
+        wait, longest = self._spec.outage_retry_seconds
+        held = False
+        try:
+            while True:
+                try:
+                    return await self._handler(delivery)
+                except Exception as exc:
+                    if self._stop.is_set() or not self._spec.unavailable(exc):
+                        raise
+                    if not held:
+                        held = True
+                        self._held += 1
+                        if self._held == 1:
+                            log.warning("%s: waiting for what is down to answer again: %s", self._spec.durable, exc)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._stop.wait(), wait)
+                wait = min(wait * 2, longest)
+        finally:
+            if held:
+                self._held -= 1
+                if self._held == 0:
+                    log.info("%s: available again; the events that waited go on", self._spec.durable)
 
     def _backoff(self, deliveries: int) -> float:
         return self._spec.backoff_seconds[min(deliveries, len(self._spec.backoff_seconds)) - 1]

@@ -3,11 +3,13 @@
 import asyncio
 import functools
 import logging
+import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import asyncpg
+import sqlalchemy.exc
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -15,6 +17,28 @@ log = logging.getLogger(__name__)
 
 # What a connection the server closed raises, depending on when asyncpg notices.
 CONNECTION_LOST = (asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError)
+# What says the server cannot be reached now, rather than that a statement or its data is wrong: a closed
+# connection, a server down, starting up or out of connections, and a pool whose connections all hang.
+_UNREACHABLE = (
+    *CONNECTION_LOST,
+    asyncpg.CannotConnectNowError,
+    asyncpg.TooManyConnectionsError,
+    ConnectionError,
+    socket.gaierror,
+    sqlalchemy.exc.TimeoutError,
+)
+
+
+def unreachable(exc: BaseException) -> bool:
+    """Whether `exc`, or an exception it was raised from, says PostgreSQL cannot be reached now."""
+    seen: BaseException | None = exc
+    for _ in range(16):  # a chain, however long, of wrappers
+        if seen is None:
+            return False
+        if isinstance(seen, _UNREACHABLE):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def async_url(database_url: str) -> str:

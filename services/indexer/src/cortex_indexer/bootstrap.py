@@ -29,7 +29,7 @@ from cortex_messaging.connection import StoppedBeforeConnected, connect, disconn
 from cortex_messaging.consumer import ConsumerSpec, DurableConsumer
 from cortex_messaging.streams import ensure_streams
 from cortex_plugins.registry import PluginRegistry
-from cortex_store.database import make_engine, make_sessionmaker, open_pool
+from cortex_store.database import make_engine, make_sessionmaker, open_pool, unreachable
 from cortex_supervision.service_run import CannotStart
 from cortex_telemetry.heap import freeze_startup_heap
 from cortex_vector_stores.binding import store_of_its_own
@@ -113,6 +113,7 @@ class Indexer:
                 durable=MEMORY_CONSUMER,
                 filter_subjects=(MEMORY_ALL,),
                 max_deliver=settings.max_deliver,
+                unavailable=unreachable,  # a database outage holds events, not counted against them
                 concurrency=settings.concurrency,
                 batch=settings.concurrency * 2,
             )
@@ -121,6 +122,7 @@ class Indexer:
                 durable=CONSUMER,
                 filter_subjects=(KB_ALL,),
                 max_deliver=settings.max_deliver,
+                unavailable=unreachable,  # a database outage holds events, not counted against them
                 concurrency=settings.concurrency,
                 batch=settings.concurrency * 2,
             )
@@ -129,6 +131,7 @@ class Indexer:
                 durable=CATALOG_CONSUMER,
                 filter_subjects=(CATALOG_ALL,),
                 max_deliver=settings.max_deliver,
+                unavailable=unreachable,  # a database outage holds events, not counted against them
                 concurrency=4,
             )
             freeze_startup_heap()  # the model, plugins and pools: the collector's full passes no longer walk them
