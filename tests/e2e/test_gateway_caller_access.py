@@ -9,6 +9,8 @@ the lookup tried again, through the gateway too; a server that cannot be reached
 
 import asyncio
 import contextlib
+import os
+import signal
 import socket
 import uuid
 from collections.abc import AsyncIterator
@@ -271,3 +273,25 @@ async def test_an_event_bus_that_went_away_is_a_503_with_retry_after(
         assert response.headers["content-type"] == "application/problem+json"
         assert response.headers["retry-after"] == "5"
         assert response.json()["detail"] == "The event bus is not reachable; try again."
+
+
+async def test_a_nats_that_holds_its_connections_but_answers_nothing_is_not_ready(
+    migrated: Infrastructure, tmp_path: Path
+) -> None:
+    """Before (QA 46), /readyz said NATS was ready while every read waited 5 s for a 504 and every write 503'd:
+    it looked only at whether the client was connected."""
+    nats = EmbeddedNats(tmp_path / "nats", port=free_port("127.0.0.1"))
+    nats_url = nats.start()
+    pid = int((tmp_path / "nats" / "nats.pid").read_text().split()[0])
+    try:
+        async with running_gateway(migrated, nats_url=nats_url) as base_url, httpx.AsyncClient(timeout=30) as client:
+            assert (await client.get(f"{base_url}/readyz")).status_code == 200
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                frozen = await client.get(f"{base_url}/readyz")
+            finally:
+                os.kill(pid, signal.SIGCONT)
+    finally:
+        nats.stop()
+    assert frozen.status_code == 503
+    assert frozen.json()["checks"] == {"nats": False, "postgres": True}

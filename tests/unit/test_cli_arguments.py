@@ -4,10 +4,11 @@ with no name, and `cortex work create --title ''` ended in a pydantic traceback.
 
 from pathlib import Path
 
+import nats.errors
 import pytest
 
 from cortex_cli.main import main, parser
-from cortex_cli.unreachable import database_refusal
+from cortex_cli.unreachable import database_refusal, nats_refusal
 from cortex_contracts.doc_classes import DOC_CLASSES
 
 
@@ -95,3 +96,13 @@ def test_cortex_run_does_not_tell_its_operator_to_check_that_cortex_run_is_runni
     refused = ConnectionRefusedError(111, "Connect call failed")
     assert (database_refusal(refused) or "").endswith("(check DATABASE_URL, or that `cortex run` is running)")
     assert (database_refusal(refused, running=False) or "").endswith("(check DATABASE_URL)")
+
+
+def test_a_nats_timeout_is_not_blamed_on_the_database() -> None:
+    """nats-py's TimeoutError is a TimeoutError too: before (QA 46), an interrupted replay said "cannot connect to
+    the database: nats: timeout"; and a database timeout said nothing after "cannot connect to the database:"."""
+    timeout = nats.errors.TimeoutError()
+    assert database_refusal(timeout) is None
+    said = "NATS did not answer: nats: timeout (check NATS_URL, or that `cortex run` is running)"
+    assert nats_refusal(timeout) == said
+    assert (database_refusal(TimeoutError()) or "").startswith("cannot connect to the database: timed out (")

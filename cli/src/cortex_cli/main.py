@@ -26,7 +26,7 @@ from cortex_cli.organizations import (
 )
 from cortex_cli.plugins import choose_plugin, list_plugins, render
 from cortex_cli.run_lock import AlreadyRunning, holding_run_lock
-from cortex_cli.unreachable import Unreachable, database_refusal, privilege_refusal
+from cortex_cli.unreachable import Unreachable, database_refusal, nats_refusal, privilege_refusal
 from cortex_cli.works import create_work
 from cortex_contracts.doc_classes import DOC_CLASSES
 from cortex_plugins import CATEGORIES, PluginChoiceError, PluginRegistry
@@ -410,7 +410,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except Exception as exc:
-        refusal = database_refusal(exc, running=args.command != "run")
+        running = args.command != "run"
+        refusal = database_refusal(exc, running=running) or nats_refusal(exc, running=running)
         if refusal is None:
             raise
         print(f"error: {refusal}", file=sys.stderr)

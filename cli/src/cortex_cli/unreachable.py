@@ -4,6 +4,7 @@ and not a wait without end (the services' NATS connections retry forever, by des
 import socket
 
 import nats
+import nats.errors
 import sqlalchemy.exc
 from nats.aio.client import Client as NATS
 from nats.errors import NoServersError
@@ -43,12 +44,22 @@ def database_refusal(exc: BaseException, *, running: bool = True) -> str | None:
         if not sqlstate.startswith(REFUSALS):
             return None
         reason = str(exc.orig)
+    elif isinstance(exc, nats.errors.Error):  # its TimeoutError is one too: NATS's, not the database's
+        return None
     elif isinstance(exc, (ConnectionError, socket.gaierror, TimeoutError)) or _no_socket(exc):
-        reason = str(exc)
+        reason = str(exc) or ("timed out" if isinstance(exc, TimeoutError) else type(exc).__name__)
     else:
         return None
     hint = "check DATABASE_URL, or that `cortex run` is running" if running else "check DATABASE_URL"
     return f"cannot connect to the database: {reason} ({hint})"
+
+
+def nats_refusal(exc: BaseException, *, running: bool = True) -> str | None:
+    """What to say when NATS failed the command midway (a timeout, the connection lost); else None."""
+    if not isinstance(exc, nats.errors.Error):
+        return None
+    hint = "check NATS_URL, or that `cortex run` is running" if running else "check NATS_URL"
+    return f"NATS did not answer: {exc} ({hint})"
 
 
 def privilege_refusal(exc: BaseException) -> str | None:

@@ -20,7 +20,12 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz", summary="NATS and PostgreSQL both answer", responses={503: {"description": "Not ready"}})
 async def readyz(res: ResourcesDep) -> JSONResponse:
-    checks = {"nats": res.nc.is_connected, "postgres": False}
+    checks = {"nats": False, "postgres": False}
+    try:  # a round trip: a NATS that holds the connection but answers nothing is not ready (QA 46)
+        await res.nc.flush(timeout=2)
+        checks["nats"] = res.nc.is_connected
+    except Exception:  # noqa: BLE001 — any failure means not ready
+        checks["nats"] = False
     try:
         async with asyncio.timeout(2), res.engine.connect() as connection:
             await connection.execute(text("SELECT 1"))
