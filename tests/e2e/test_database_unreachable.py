@@ -3,6 +3,7 @@ it answers) and which say a statement is wrong (retried, then dead-lettered), on
 
 import socket
 
+import asyncpg
 import pytest
 from sqlalchemy import text
 
@@ -34,3 +35,6 @@ async def test_a_server_that_refuses_connections_is_unreachable() -> None:
 async def test_a_wrong_statement_is_not(migrated: Infrastructure) -> None:
     assert not unreachable(await _failure(migrated.database_url, "SELECT FROM no_such_table"))
     assert not unreachable(ValueError("a bug"))
+    # asyncpg's DataError is an InterfaceError, as a closed connection's is: a bad value would wait for ever.
+    assert not unreachable(asyncpg.exceptions._base.DataError("invalid input for query argument $1"))
+    assert unreachable(asyncpg.InterfaceError("cannot perform operation: connection is closed"))

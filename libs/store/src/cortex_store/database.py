@@ -17,10 +17,11 @@ log = logging.getLogger(__name__)
 
 # What a connection the server closed raises, depending on when asyncpg notices.
 CONNECTION_LOST = (asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError)
-# What says the server cannot be reached now, rather than that a statement or its data is wrong: a closed
-# connection, a server down, starting up or out of connections, and a pool whose connections all hang.
+# What says the server cannot be reached now, rather than that a statement or its data is wrong: a lost
+# connection, a server down, starting up or out of connections, and a pool whose connections all hang. Not
+# every InterfaceError: asyncpg's DataError (a value a query cannot take) is one.
 _UNREACHABLE = (
-    *CONNECTION_LOST,
+    asyncpg.PostgresConnectionError,
     asyncpg.CannotConnectNowError,
     asyncpg.TooManyConnectionsError,
     ConnectionError,
@@ -35,7 +36,7 @@ def unreachable(exc: BaseException) -> bool:
     for _ in range(16):  # a chain, however long, of wrappers
         if seen is None:
             return False
-        if isinstance(seen, _UNREACHABLE):
+        if isinstance(seen, _UNREACHABLE) or (isinstance(seen, asyncpg.InterfaceError) and "is closed" in str(seen)):
             return True
         seen = seen.__cause__ or seen.__context__
     return False
