@@ -272,3 +272,18 @@ async def test_a_listing_into_a_closed_pipe_ends_quietly(
         os.close(write_end)
 
     assert (done.returncode, done.stderr) == (128 + signal.SIGPIPE, "")
+
+
+async def test_one_message_lettered_twice_is_one_letter(js: JetStreamContext, migrated: Infrastructure) -> None:
+    """Its ack lost when NATS restarted, a message is delivered and dead-lettered again. Before (QA 46), the DLQ
+    held 307 letters for 300 events, and a replay of them all published those events twice."""
+    org_id = uuid.uuid4()
+    subject = subjects.kb_document_upserted(org_id)
+    for error in ("first delivery", "delivered again"):
+        letter = DeadLetter(subject, "tests", "poison message", error, 1, {}, b"{}", origin="KB/4242")
+        await send_dead_letter(js, letter)
+    other = DeadLetter(subject, "tests", "poison message", "another message", 1, {}, b"{}", origin="KB/4243")
+    await send_dead_letter(js, other)
+
+    letters = await dead_letters.list_letters(migrated.nats_url, org_id)
+    assert [letter.error for letter in letters] == ["first delivery", "another message"]

@@ -85,3 +85,21 @@ async def test_a_letter_that_cannot_be_sent_is_retried_then_given_up_at_error_le
     assert "event event-1" in record.getMessage()
     assert "MEMORY sequence 77" in record.getMessage()
     assert ("given up" in record.getMessage()) == (settled[0] == "term")
+
+
+class RecordingJetStream:
+    def __init__(self) -> None:
+        self._nc = SimpleNamespace(max_payload=1024 * 1024)
+        self.headers: list[dict[str, str]] = []
+
+    async def publish(self, subject: str, payload: bytes, *, headers: dict[str, str]) -> None:
+        self.headers.append(headers)
+
+
+async def test_a_letter_is_deduplicated_by_the_place_of_the_message_it_reports() -> None:
+    """Lettered again after a lost ack, the same message makes the same letter id, which JetStream drops."""
+    js = RecordingJetStream()
+    consumer = DurableConsumer(cast("JetStreamContext", js), SPEC, failed_as_recorded)
+    for delivered in (1, 2):
+        await consumer._handle(cast("Msg", FakeMsg(b"not an event", delivered)))
+    assert [headers["Nats-Msg-Id"] for headers in js.headers] == ["cortex-dlq-MEMORY/77", "cortex-dlq-MEMORY/77"]

@@ -207,6 +207,7 @@ class DurableConsumer:
             deliveries=msg.metadata.num_delivered or 1,
             headers=headers,
             payload=msg.data,
+            origin=f"{msg.metadata.stream}/{msg.metadata.sequence.stream}",
         )
 
     async def _dead_letter(self, msg: Msg, headers: dict[str, str], reason: str, error: str) -> None:

@@ -27,6 +27,9 @@ class DeadLetter:
     deliveries: int
     headers: dict[str, str]
     payload: bytes
+    # The failed message's place, `<stream>/<sequence>`: the letter's dedup id, so the same message lettered
+    # twice (its ack lost when NATS restarted, so delivered and lettered again) is one letter. None: no dedup.
+    origin: str | None = None
 
     def record(self, *, keep: int | None = None) -> bytes:
         """The letter as JSON; `keep`: with only the payload's first `keep` bytes (as whole characters)."""
@@ -68,9 +71,11 @@ def _dead_letter_subject(subject: str) -> str:
 
 
 async def send_dead_letter(js: JetStreamContext, letter: DeadLetter) -> None:
-    # The original headers go along too, minus the dedup id: the DLQ must accept a second
-    # dead letter for the same event (say, after it was replayed and failed again).
+    # The original headers go along too, minus the event's dedup id: the DLQ must accept a second dead letter
+    # for the same event after it was replayed (a new message) and failed again. The letter's own is its origin.
     headers = {k: v for k, v in letter.headers.items() if k != "Nats-Msg-Id"}
+    if letter.origin is not None:
+        headers["Nats-Msg-Id"] = f"cortex-dlq-{letter.origin}"
     headers |= {
         "Cortex-Dlq-Reason": _header_safe(letter.reason),
         "Cortex-Dlq-Error": _header_safe(letter.error),
