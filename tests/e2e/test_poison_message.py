@@ -61,11 +61,12 @@ async def test_a_message_failing_every_delivery_is_dead_lettered_with_its_header
     assert letter.record["deliveries"] == max_deliver
     assert letter.record["consumer"] == CONSUMER
     assert letter.record["subject"] == subject
-    # The original headers: all of them in the record, and on the dead letter itself all but the dedup id.
+    # The original headers: all of them in the record, and on the dead letter itself all but the event's dedup
+    # id, which is the letter's own: the failed message's stream and sequence.
     assert letter.record["headers"] == headers
     assert letter.headers["Upstream-Request-Id"] == request_id
     assert letter.headers["traceparent"] == headers["traceparent"]
-    assert "Nats-Msg-Id" not in letter.headers
+    assert letter.headers["Nats-Msg-Id"].startswith("cortex-dlq-KB/")
     assert letter.record["payload"].encode() == poison.to_wire()
     assert json.loads(letter.record["payload"])["id"] == poison.id
     assert len(await wait_handled(spans, poison_trace, count=max_deliver)) == max_deliver
