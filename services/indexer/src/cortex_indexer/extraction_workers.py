@@ -29,7 +29,7 @@ import resource
 import signal
 import struct
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import BinaryIO
@@ -53,7 +53,7 @@ WARM_UP: Job = ("text/plain", b"ready", None)
 WORKER_VARIABLES = re.compile(r"PATH|HOME|TMPDIR|TZ|LANG|LANGUAGE|LC_[A-Z]+|PYTHON[A-Z_]*|VIRTUAL_ENV")
 
 
-def worker_environment(environ: dict[str, str] | os._Environ[str]) -> dict[str, str]:
+def worker_environment(environ: Mapping[str, str]) -> dict[str, str]:
     return {name: value for name, value in environ.items() if WORKER_VARIABLES.fullmatch(name)}
 
 
