@@ -162,6 +162,21 @@ async def test_after_the_server_closed_its_connection_the_next_transaction_gets_
     assert documents > 0
 
 
+async def test_a_connection_lost_inside_a_transaction_raises_what_the_loss_raised(
+    org: Org, pool: Any, owner: AsyncEngine
+) -> None:
+    """asyncpg hands a lost connection back to its pool itself, and its proxy refuses every call after. Closing
+    it once more raised "cannot call Connection.terminate()" over the statement's own error (QA 46)."""
+    with pytest.raises(CONNECTION_LOST) as raised:
+        async with org_reads(pool, org.id) as reads:
+            await reads.fetchval("SELECT 1", {})
+            assert await terminate_backends(owner, APPLICATION_NAME) == 1
+            await reads.fetchval(VISIBLE_DOCUMENTS, {})
+    assert "terminate()" not in str(raised.value)
+    async with org_reads(pool, org.id) as reads:  # and the pool goes on with a fresh connection
+        assert await reads.fetchval(VISIBLE_DOCUMENTS, {}) > 0
+
+
 async def test_reads_see_their_organization_only(org: Org, pool: Any) -> None:
     async with org_reads(pool, uuid.uuid4()) as reads:  # an organization with nothing
         assert await reads.fetchval(VISIBLE_DOCUMENTS, {}) == 0

@@ -185,7 +185,7 @@ def test_python_names_or_lax_values_are_never_passed_on() -> None:
     assert FeedPage.model_validate_json(body, strict=True, by_alias=True, by_name=False).next_cursor == "abc.def"
 
 
-@pytest.mark.parametrize(("sent", "answered"), [(400, 400), (404, 404), (500, 502), (503, 502)])
+@pytest.mark.parametrize(("sent", "answered"), [(400, 400), (404, 404), (500, 502), (504, 502), (503, 503)])
 def test_an_error_reply_is_a_problem(sent: int, answered: int) -> None:
     payload = FeedReply(error=RpcError(status=sent, title="Nope", detail="Because.")).to_wire()
 
@@ -198,6 +198,8 @@ def test_an_error_reply_is_a_problem(sent: int, answered: int) -> None:
         HTTPStatus(answered).phrase,
         "Because.",
     )
+    # 503: the aggregator's database cannot be reached; the request may be made again.
+    assert raised.value.headers == ({"Retry-After": "5"} if answered == 503 else None)
 
 
 def test_an_empty_reply_is_a_bad_gateway() -> None:

@@ -8,6 +8,7 @@ and a connection goes back to its pool only outside a transaction: the transacti
 rolled back, or the connection is closed — and the pool's reset rolls back whatever is still open.
 """
 
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -23,6 +24,13 @@ from cortex_store.records import fetch_on, positional
 from cortex_store.tenancy import ORG_SETTING
 
 
+def _close(connection: Any) -> None:
+    """Close the pool's connection, unless asyncpg has: a lost one it hands back to its pool itself, and its
+    proxy then refuses every call ("released back to the pool"), which would hide why it was lost."""
+    with contextlib.suppress(asyncpg.InterfaceError):
+        connection.terminate()
+
+
 async def _abandon(connection: Any, exc: BaseException) -> None:
     """Roll the transaction back; close a connection that cannot be trusted to (lost, or cancelled midway:
     asyncpg may still be ending the cancelled statement), so that the pool opens a fresh one."""
@@ -30,9 +38,9 @@ async def _abandon(connection: Any, exc: BaseException) -> None:
         try:
             await connection.execute("ROLLBACK")
         except Exception:  # noqa: BLE001 - any failure here means: do not pool it again
-            connection.terminate()
+            _close(connection)
     else:
-        connection.terminate()
+        _close(connection)
 
 
 async def _end_open_transaction(connection: Any) -> None:

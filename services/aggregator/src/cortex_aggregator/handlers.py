@@ -16,11 +16,13 @@ from sqlalchemy.exc import DBAPIError
 from cortex_aggregator.cursor import BadCursor
 from cortex_aggregator.detail import ItemNotFound
 from cortex_contracts.rpc import Reply, RpcError
-from cortex_store.database import CONNECTION_LOST
+from cortex_store.database import CONNECTION_LOST, unreachable
 
 log = logging.getLogger(__name__)
 
 Request = TypeVar("Request", bound=BaseModel)
+
+DATABASE_UNREACHABLE = "The database is not reachable; try again."
 
 
 def rpc_handler(
@@ -47,9 +49,13 @@ def rpc_handler(
             reply = reply_model(error=RpcError(status=400, title="Invalid cursor", detail=str(exc)))
         except ItemNotFound:
             reply = reply_model(error=RpcError(status=404, title="Not found", detail="No such item."))
-        except Exception:
-            log.exception("%s failed", request_model.__name__)
-            reply = reply_model(error=RpcError(status=500, title="Internal error", detail="the request failed"))
+        except Exception as exc:
+            if unreachable(exc):  # not a fault of the request nor of the aggregator: the caller may try again
+                log.warning("%s: PostgreSQL cannot be reached: %r", request_model.__name__, exc)
+                reply = reply_model(error=RpcError(status=503, title="Unavailable", detail=DATABASE_UNREACHABLE))
+            else:
+                log.exception("%s failed", request_model.__name__)
+                reply = reply_model(error=RpcError(status=500, title="Internal error", detail="the request failed"))
         try:
             return reply.to_wire()
         except Exception:  # e.g. text with a lone surrogate (no UTF-8), or nested too deep to serialise

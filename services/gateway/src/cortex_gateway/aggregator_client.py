@@ -36,6 +36,8 @@ def reply_result(payload: bytes, reply_model: type[Reply[Any]]) -> Any:
     """The reply's result; its error as a problem."""
     reply = reply_model.model_validate_json(payload)
     if reply.error is not None:
+        if reply.error.status == 503:  # the aggregator's database is down: the request may be made again
+            raise Problem(503, reply.error.detail, headers={"Retry-After": "5"})
         status = reply.error.status if 400 <= reply.error.status < 500 else 502
         raise Problem(status, reply.error.detail)  # titled by its status, as every `about:blank` problem
     if reply.result is None:
