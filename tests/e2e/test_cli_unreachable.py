@@ -2,6 +2,7 @@
 seconds. Before: a traceback of some 130 lines, and `cortex ingest` waited for NATS without end."""
 
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -59,6 +60,28 @@ def test_a_database_that_refuses_is_one_line(kind: str, reason: str, migrated: I
     assert done.stderr.startswith("error: cannot connect to the database: ")
     assert reason in done.stderr
     assert "secret" not in done.stderr
+
+
+def test_a_database_that_does_not_answer_is_one_line_after_its_connect_timeout(
+    migrated: Infrastructure, tmp_path: Path
+) -> None:
+    """Before, asyncpg's own 60 s passed first (QA 46); 10 s when the URL names no connect_timeout."""
+    with socket.socket() as frozen:  # accepts connections (the kernel does) and never answers
+        frozen.bind(("127.0.0.1", 0))
+        frozen.listen()
+        given = f"postgresql://cortex:secret@127.0.0.1:{frozen.getsockname()[1]}/cortex?connect_timeout=1"
+        started = time.monotonic()
+
+        done = cortex(
+            tmp_path, "token", "--org", "acme", "--user", "bob", DATABASE_URL=given, NATS_URL=migrated.nats_url
+        )
+
+    assert time.monotonic() - started < 20
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr.startswith("error: cannot connect to the database: PostgreSQL did not answer within 1 s ("), (
+        done.stderr
+    )
+    assert done.stderr.count("\n") == 1, done.stderr
 
 
 def test_ingest_with_nats_down_fails_in_seconds(migrated: Infrastructure, tmp_path: Path) -> None:

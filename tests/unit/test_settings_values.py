@@ -27,6 +27,7 @@ BASE = {"DATABASE_URL": "postgresql://cortex@127.0.0.1/cortex", "CORTEX_SECRET":
         (GatewaySettings, "CORTEX_SECRET", "", "must not be empty"),  # before: every HS256 token refused
         (GatewaySettings, "DATABASE_URL", "127.0.0.1:5432/cortex", "must be a PostgreSQL URL"),
         (IndexerSettings, "DATABASE_URL", "cortex", "must be a PostgreSQL URL"),
+        (IndexerSettings, "DATABASE_URL", "postgresql://db/cortex?connect_timeout=ten", "connect_timeout=ten is not"),
         (IndexerSettings, "CORTEX_INDEXER_ANN_MIN_CHUNKS", "99999999999999999999", "less than or equal to"),
         (IndexerSettings, "CORTEX_INDEXER_BACKFILL_BATCH", "99999999999999999999", "less than or equal to"),
         (AggregatorSettings, "CORTEX_AGGREGATOR_LEXICAL_WEIGHT", "inf", "finite number"),  # before: score null

@@ -3,6 +3,7 @@ one line naming the variable (cortex_supervision.service_run), not a traceback a
 
 import re
 from typing import Annotated
+from urllib.parse import parse_qs, urlsplit
 
 from pydantic import AfterValidator, Field, SecretStr
 
@@ -14,6 +15,11 @@ INT32_MAX = 2**31 - 1  # PostgreSQL's integer: a setting compared with one in SQ
 def checked_database_url(url: str) -> str:
     if DATABASE_URL.match(url) is None:
         raise ValueError("must be a PostgreSQL URL, postgresql://user:password@host:port/database")
+    for seconds in parse_qs(urlsplit(url).query).get("connect_timeout", []):
+        try:
+            float(seconds)
+        except ValueError:
+            raise ValueError(f"connect_timeout={seconds} is not a number of seconds") from None
     return url
 
 

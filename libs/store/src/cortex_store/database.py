@@ -4,7 +4,7 @@ import asyncio
 import functools
 import logging
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -14,6 +14,14 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 log = logging.getLogger(__name__)
+
+# asyncpg's default is 60 s, libpq's no limit: a frozen server would hold a command or a request that long.
+CONNECT_SECONDS = 10.0
+
+
+class DatabaseTimeout(ConnectionError):
+    """A new connection got no answer in time: the server cannot be reached now (see `unreachable`)."""
+
 
 # What a connection the server closed raises, depending on when asyncpg notices.
 CONNECTION_LOST = (asyncpg.ConnectionDoesNotExistError, asyncpg.InterfaceError, asyncpg.PostgresConnectionError)
@@ -49,8 +57,39 @@ def async_url(database_url: str) -> str:
 
 
 def asyncpg_dsn(database_url: str) -> str:
-    """A DSN for asyncpg itself (`asyncpg.connect`, `asyncpg.create_pool`): plain `postgresql://`."""
-    return async_url(database_url).replace("postgresql+asyncpg://", "postgresql://", 1)
+    """A DSN for asyncpg itself (`asyncpg.connect`, `asyncpg.create_pool`): plain `postgresql://`, without
+    libpq's `connect_timeout` (asyncpg would send it to the server as a setting, which refuses it)."""
+    url = make_url(async_url(database_url)).difference_update_query(["connect_timeout"])
+    return url.render_as_string(hide_password=False).replace("postgresql+asyncpg://", "postgresql://", 1)
+
+
+def connect_seconds(database_url: str) -> float | None:
+    """How long a new connection may take: the URL's `connect_timeout` as libpq reads it (0 or less: no
+    limit), else CONNECT_SECONDS."""
+    given = make_url(async_url(database_url)).query.get("connect_timeout")
+    if given is None:
+        return CONNECT_SECONDS
+    if isinstance(given, tuple):  # named more than once: the last counts, as in libpq
+        given = given[-1]
+    try:
+        seconds = float(given)
+    except ValueError:
+        raise ValueError(f"DATABASE_URL's connect_timeout is {given!r}, not a number of seconds") from None
+    return seconds if seconds > 0 else None
+
+
+def connector(database_url: str) -> Callable[..., Awaitable[asyncpg.Connection]]:
+    """`asyncpg.connect` within the URL's `connect_seconds`, for pools (`create_pool(connect=…)`) and engines:
+    a server that accepts connections but does not answer (frozen, or its host gone) raises DatabaseTimeout."""
+    seconds = connect_seconds(database_url)
+
+    async def connect(*args: Any, **kwargs: Any) -> asyncpg.Connection:
+        try:
+            return await asyncpg.connect(*args, timeout=seconds, **kwargs)
+        except TimeoutError as exc:
+            raise DatabaseTimeout(f"PostgreSQL did not answer within {seconds:g} s") from exc
+
+    return connect
 
 
 def make_engine(
@@ -65,12 +104,12 @@ def make_engine(
     the caller must then try again when a statement fails on a connection the server closed.
     `max_overflow` (default: `pool_size`) connections beyond the pool are opened under load and closed
     when returned: each is a new server process, so a service that is busy for long wants none."""
-    dsn = asyncpg_dsn(database_url)
+    dsn, connect_within = asyncpg_dsn(database_url), connector(database_url)
 
     async def connect() -> asyncpg.Connection:
         # asyncpg reads the URL's libpq parameters itself (`sslmode=require`, `sslrootcert`, …): SQLAlchemy's
         # dialect would pass each to asyncpg.connect as a keyword it does not take, a TypeError at start.
-        return await asyncpg.connect(dsn, server_settings=server_settings or None)
+        return await connect_within(dsn, server_settings=server_settings or None)
 
     return create_async_engine(
         async_url(database_url),

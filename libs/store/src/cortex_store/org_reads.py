@@ -19,7 +19,7 @@ from typing import Any
 import asyncpg
 
 from cortex_store.ann_graph import walk_settings
-from cortex_store.database import CONNECTION_LOST, asyncpg_dsn
+from cortex_store.database import CONNECTION_LOST, asyncpg_dsn, connector
 from cortex_store.records import fetch_on, positional
 from cortex_store.tenancy import ORG_SETTING
 
@@ -57,6 +57,7 @@ def make_read_pool(database_url: str, *, size: int, server_settings: Mapping[str
         max_size=size,
         reset=_end_open_transaction,
         server_settings=dict(server_settings),
+        connect=connector(database_url),
     )
 
 

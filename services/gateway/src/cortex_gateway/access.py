@@ -19,7 +19,7 @@ from typing import Any
 
 import asyncpg
 
-from cortex_store.database import CONNECTION_LOST, asyncpg_dsn
+from cortex_store.database import CONNECTION_LOST, asyncpg_dsn, connector
 from cortex_store.models import MemberRole
 
 APPLICATION_NAME = "cortex-gateway-access"  # how its connections show in pg_stat_activity
@@ -58,6 +58,7 @@ def make_access_pool(database_url: str, *, size: int) -> asyncpg.Pool:
         max_size=size,
         reset=_nothing_to_reset,
         server_settings={"application_name": APPLICATION_NAME},
+        connect=connector(database_url),
     )
 
 
