@@ -9,6 +9,7 @@ the lookup tried again, through the gateway too; a server that cannot be reached
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import socket
@@ -24,6 +25,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from cortex_cli.api_keys import create_key, revoke_key
+from cortex_contracts import subjects
 from cortex_embedded_servers import EmbeddedNats, free_port
 from cortex_gateway import access as access_module
 from cortex_gateway.access import (
@@ -36,6 +38,7 @@ from cortex_gateway.access import (
 )
 from cortex_gateway.credentials import hash_api_key
 from cortex_gateway.tokens import issue_token
+from cortex_messaging.connection import connect, disconnect
 from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.models import MemberRole
 from cortex_store.tenancy import org_transaction
@@ -295,3 +298,34 @@ async def test_a_nats_that_holds_its_connections_but_answers_nothing_is_not_read
         nats.stop()
     assert frozen.status_code == 503
     assert frozen.json()["checks"] == {"nats": False, "postgres": True}
+
+
+async def test_a_note_whose_publish_was_not_confirmed_is_named_as_perhaps_stored(
+    migrated: Infrastructure, make_org: OrgFactory, tmp_path: Path
+) -> None:
+    """NATS froze while the note's event was on its way: the 503 gives the note's id and says that it may be
+    stored, since it was. Before (QA 46): "try again", and a retry (a new id) added the note twice."""
+    org = await make_org()
+    nats = EmbeddedNats(tmp_path / "nats", port=free_port("127.0.0.1"))
+    nats_url = nats.start()
+    pid = int((tmp_path / "nats" / "nats.pid").read_text().split()[0])
+    try:
+        async with running_gateway(migrated, nats_url=nats_url) as base_url, httpx.AsyncClient(timeout=30) as client:
+            headers = {"Authorization": org.admin.headers["Authorization"], "X-Scope-Slug": org.slug}
+            os.kill(pid, signal.SIGSTOP)
+            try:
+                note = await client.post(f"{base_url}/api/memory/documents", json={"title": "Frozen"}, headers=headers)
+            finally:
+                os.kill(pid, signal.SIGCONT)
+        nc = await connect(nats_url, name="test-reader")
+        try:
+            js = nc.jetstream()
+            stream = await js.find_stream_name_by_subject(subjects.kb_document_upserted(org.id))
+            stored = await js.get_last_msg(stream, subjects.kb_document_upserted(org.id))
+        finally:
+            await disconnect(nc)
+    finally:
+        nats.stop()
+    assert (note.status_code, note.headers["retry-after"]) == (503, "5"), note.text
+    assert note.json()["detail"].startswith(f"NATS did not confirm note {note.json()['id']} in time: it may have")
+    assert json.loads(stored.data or b"{}")["data"]["documentId"] == note.json()["id"]
