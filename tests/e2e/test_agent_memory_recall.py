@@ -224,3 +224,30 @@ async def test_a_min_score_outside_zero_to_one_is_a_422(org: Org, value: str) ->
     response = await org.member.get("/api/memory/recall", params={"q": "billing", "minScore": value})
     assert response.status_code == 422, response.text
     assert response.headers["content-type"] == "application/problem+json"
+
+
+async def test_one_fact_remembered_in_several_scopes_is_recalled_once(org: Org) -> None:
+    """QA 47: a fact remembered in three sessions, once more in other case and spacing, took four of the
+    agent's places; the best scored of them answers for all."""
+    fact = "Deploys to production are frozen every Friday after 3pm."
+    for session in ("monday", "tuesday", "wednesday"):
+        await remember(org, fact, session)
+    await remember(org, "  deploys to production are frozen   every friday after 3PM. ", "thursday")
+    await remember(org, "The staging cluster is rebuilt every night.", "monday")
+
+    response = await org.member.get("/api/memory/recall", params={"q": "when are deploys frozen?", "limit": "3"})
+
+    contents = [item["content"] for item in response.json()["items"]]
+    assert contents[0].strip().casefold() == fact.casefold()
+    assert [" ".join(text.split()).casefold() for text in contents].count(fact.casefold()) == 1
+    assert "The staging cluster is rebuilt every night." in contents
+
+
+async def test_a_score_stays_on_its_scale_for_an_entry_about_something_else(org: Org) -> None:
+    """QA 47: a cosine below 0 took a score below the documented [0, 1] ± 0.05 (-0.098)."""
+    await remember(org, "The savanna survey lists many grazing animals by region and by season.", "far")
+
+    response = await org.member.get("/api/memory/recall", params={"q": "TLS certificate expiry", "sessionId": "far"})
+
+    (item,) = response.json()["items"]
+    assert float(item["score"]) >= -0.05

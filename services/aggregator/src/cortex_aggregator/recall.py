@@ -164,26 +164,41 @@ async def _ranked_entries(
 
     def relevance(row: Any) -> float:
         lexical_part = lexical.get(row.id, 0.0) / top if top > 0 else 0.0
-        return share * lexical_part + (1 - share) * (row.cosine or 0.0)
+        # A cosine below 0 is no less relevant than 0: kept, it took the score out of its [0, 1] scale.
+        return share * lexical_part + (1 - share) * max(row.cosine or 0.0, 0.0)
 
     scored = [(row, relevance(row) + ctx.salience_weight * (row.salience - 0.5)) for row in rows]
     if request.min_score is not None:
         scored = [(row, score) for row, score in scored if score >= request.min_score]
     scored.sort(key=lambda pair: (-pair[1], str(pair[0].id)))
-    return [
-        RecalledEntry(
-            id=row.id,
-            content=row.content,
-            partition=row.partition,
-            tier=row.tier,
-            work_id=row.work_id,
-            memory_session_id=row.memory_session_id,
-            agent_id=row.agent_id,
-            agent_run_id=row.agent_run_id,
-            metadata=row.metadata,
-            salience=row.salience,
-            score=score,
-            created_at=row.created_at,
-        )
-        for row, score in scored[: request.limit]
-    ]
+    return [_recalled(row, score) for row, score in _first_of_each_text(scored)[: request.limit]]
+
+
+def _first_of_each_text(scored: list[tuple[Any, float]]) -> list[tuple[Any, float]]:
+    """The best of the entries that say the same thing, in case and spacing aside: one fact remembered in
+    several scopes took as many places of the agent's limit (QA 47)."""
+    seen: set[str] = set()
+    kept: list[tuple[Any, float]] = []
+    for row, score in scored:
+        said = " ".join(row.content.split()).casefold()
+        if said not in seen:
+            seen.add(said)
+            kept.append((row, score))
+    return kept
+
+
+def _recalled(row: Any, score: float) -> RecalledEntry:
+    return RecalledEntry(
+        id=row.id,
+        content=row.content,
+        partition=row.partition,
+        tier=row.tier,
+        work_id=row.work_id,
+        memory_session_id=row.memory_session_id,
+        agent_id=row.agent_id,
+        agent_run_id=row.agent_run_id,
+        metadata=row.metadata,
+        salience=row.salience,
+        score=score,
+        created_at=row.created_at,
+    )
