@@ -119,10 +119,14 @@ async def test_qdrant_holds_the_vectors_the_dense_leg_searches(
         assert {hit.chunk_id for hit in points if hit.document_id == ids["Pricing"]} == await chunk_ids(
             migrated, ids["Pricing"]
         )
-        # A facet filter is resolved in PostgreSQL and applied by Qdrant: only runbooks.
-        assert await search(own_nats, org_id, "how much does a seat cost per month", type=["runbook"]) == [
-            ids["Onboarding"]
-        ]
+        # A facet filter is resolved in PostgreSQL and applied by Qdrant: a query near two documents of two
+        # classes finds each only under its own class.
+        near_both = "what does a seat cost and what do new engineers get"
+        assert {ids["Pricing"], ids["Onboarding"]} <= set(await search(own_nats, org_id, near_both))
+        assert await search(own_nats, org_id, near_both, type=["runbook"]) == [ids["Onboarding"]]
+        decisions = await search(own_nats, org_id, near_both, type=["decision"])
+        assert decisions[0] == ids["Pricing"]
+        assert ids["Onboarding"] not in decisions
 
         await publish_delete(own_nats.jetstream(), delete_event(org_id, ids["Pricing"], version=2))
         await watcher.wait_for(ids["Pricing"], 2)

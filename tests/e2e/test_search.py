@@ -153,7 +153,8 @@ async def test_a_snippet_shows_the_query_word_far_into_its_passage(org: Org, mod
     )
     assert created.status_code == 201, created.text
 
-    found = await org.member.get("/api/memory", params={"q": word, "mode": mode})
+    # With words the passage is about, so that the dense leg finds it near enough too.
+    found = await org.member.get("/api/memory", params={"q": f"{word} among grazing animals", "mode": mode})
 
     (item,) = [item for item in found.json()["items"] if item["id"] == created.json()["id"]]
     assert f"The {word} was seen at the river at dusk." in item["snippet"]
@@ -177,3 +178,31 @@ async def test_words_match_however_their_accents_were_typed(org: Org, js: JetStr
     assert await _lexical_ids(org, "café crème") == [str(composed)]
     assert await _lexical_ids(org, unicodedata.normalize("NFD", "café crème")) == [str(composed)]
     assert await _lexical_ids(org, "naïve soupçon") == [str(decomposed)]
+
+
+async def test_a_search_answers_only_what_is_near_enough_to_the_query(
+    org: Org, js: JetStreamContext, nats_client: NATS
+) -> None:
+    """The dense leg's nearest passages count only from a similarity up (CORTEX_AGGREGATOR_DENSE_MIN_SIMILARITY).
+    Before (QA 47): a word no document has answered every document, and sorted by date the one document with
+    the word came after all the newer ones."""
+    postmortem = uuid.uuid4()
+    await _publish_all(
+        js,
+        nats_client,
+        org,
+        {postmortem: ("Postmortem 4471", "The gryphon job filled the disk of the build host at night.")},
+    )
+    newer = {
+        uuid.uuid4(): ("Onboarding", "New engineers get a laptop and a buddy on their first day."),
+        uuid.uuid4(): ("Vacation policy", "Every employee takes at least two weeks off each year."),
+        uuid.uuid4(): ("Pricing", "Enterprise pricing is negotiated per seat, with three tiers."),
+        uuid.uuid4(): ("Office plants", "The plants on the third floor are watered on Mondays."),
+    }
+    await _publish_all(js, nats_client, org, newer)
+
+    by_date = await org.member.get("/api/memory", params={"q": "gryphon", "sort": "updated"})
+    nonsense = await org.member.get("/api/memory", params={"q": "xyzzyplugh"})
+
+    assert [item["id"] for item in by_date.json()["items"]][:1] == [str(postmortem)]
+    assert nonsense.json()["items"] == []

@@ -110,6 +110,7 @@ class Aggregator:
                     lexical_weight=settings.lexical_weight,
                     dense_weight=settings.dense_weight,
                     exact_scan_max_chunks=settings.exact_scan_max_chunks,
+                    dense_min_similarity=settings.dense_min_similarity,
                 ),
                 indexes=indexes,
                 vectors=self.vectors,

@@ -42,6 +42,7 @@ class FeedConfig:
     lexical_weight: float = 1.0
     dense_weight: float = 1.0
     exact_scan_max_chunks: int = 5_000
+    dense_min_similarity: float = 0.3
 
 
 @dataclass(frozen=True)
@@ -223,7 +224,10 @@ async def _ranked_page(
         if rerankers is not None and request.sort is not Sort.UPDATED and offset < rerankers.candidates:
             reranking = await rerankers.of(reads, org)
         legs = await _legs(ctx, reads, request, where, query_vector, depth)
-        lexical, dense = legs.lexical, legs.dense
+        # The nearest passages are near only by rank when nothing is about the query: without a floor, a
+        # search for a word no document has answered the whole organization, and sorted by date buried
+        # the documents that have the word under the newest unrelated ones (QA 47).
+        lexical, dense = legs.lexical, [hit for hit in legs.dense if hit.score >= config.dense_min_similarity]
         fused = reciprocal_rank_fusion(
             [
                 ([hit.document_id for hit in lexical], config.lexical_weight),

@@ -47,6 +47,13 @@ class AggregatorSettings(BaseSettings):
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal-rank-fusion constant.")
     lexical_weight: float = Field(default=1.0, ge=0)
     dense_weight: float = Field(default=1.0, ge=0)
+    dense_min_similarity: float = Field(
+        default=0.3,
+        ge=-1,
+        le=1,
+        description="A passage the dense leg finds counts only at this cosine similarity or more (model-dependent; "
+        "-1: every one). For all-MiniLM-L6-v2, words no document is about reach ~0.2-0.28, real queries' top ten 0.3+.",
+    )
     recall_lexical_share: float = Field(
         default=0.3,
         ge=0,
