@@ -185,6 +185,24 @@ def test_sibling_headings_replace_each_other_whatever_level_the_document_starts_
     ]
 
 
+def test_a_heading_with_nothing_under_it_is_a_passage_of_its_own() -> None:
+    """Before (QA 47): `## Xylophone…` right before `## Contacts` was in no passage, so no search found it."""
+    body = (
+        "# Security checklist\n\nGeneral rules apply.\n\n## Xylophone escalation procedure\n\n"
+        "## Contacts\n\nCall the desk.\n\n# Parent\n\n## Child\n\nUnder both.\n\n## Last words"
+    )
+
+    chunks = chunk_document("Doc", body)
+
+    assert [(c.heading, c.text) for c in chunks] == [
+        ("Doc › Security checklist", "General rules apply."),
+        ("Doc › Security checklist › Xylophone escalation procedure", ""),
+        ("Doc › Security checklist › Contacts", "Call the desk."),
+        ("Doc › Parent › Child", "Under both."),  # a heading above a subsection is in the subsection's path
+        ("Doc › Parent › Last words", ""),
+    ]
+
+
 def test_front_matter_lists_quotes_and_long_lines_are_not_headings() -> None:
     long_line = "Supercalifragilistic " * 12  # over MAX_HEADING_CHARS
     body = (

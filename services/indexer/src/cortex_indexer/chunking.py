@@ -66,13 +66,23 @@ def _sections(body: str, *, headings: bool = True) -> list[tuple[list[str], list
             paragraphs.append("\n".join(current).strip())
             current.clear()
 
-    def start_section(level: int, heading: str) -> None:
-        nonlocal path
-        end_paragraph()
-        if paragraphs:
+    unsaid = False  # the last heading is in no section yet
+
+    def end_section(*, dropping_last: bool) -> None:
+        """The section ends: its paragraphs, or its heading alone when nothing would keep the heading (no
+        paragraph under it, no subsection). Before, `## A` right before `## B` was not indexed (QA 47)."""
+        nonlocal unsaid
+        if paragraphs or (unsaid and dropping_last):
             sections.append(([text for _, text in path], list(paragraphs)))
             paragraphs.clear()
+            unsaid = False
+
+    def start_section(level: int, heading: str) -> None:
+        nonlocal path, unsaid
+        end_paragraph()
+        end_section(dropping_last=bool(path) and path[-1][0] >= level)
         path = [*(entry for entry in path if entry[0] < level), (level, _short(heading))]
+        unsaid = True
 
     lines = body.splitlines()
     front_matter = front_matter_end(lines)
@@ -93,8 +103,7 @@ def _sections(body: str, *, headings: bool = True) -> list[tuple[list[str], list
         else:
             current.append(line)
     end_paragraph()
-    if paragraphs:
-        sections.append(([text for _, text in path], paragraphs))
+    end_section(dropping_last=True)
     return sections
 
 
@@ -140,7 +149,7 @@ def _chunks(title: str, sections: list[tuple[list[str], list[str]]]) -> list[Chu
     chunks: list[Chunk] = []
     for path, paragraphs in sections:
         heading = " › ".join([title, *path])
-        for text in _pack(paragraphs):
+        for text in _pack(paragraphs) or [""]:  # a heading with nothing under it is a passage of its own
             chunks.append(Chunk(ordinal=len(chunks), heading=heading, text=text))
     return chunks
 
