@@ -344,6 +344,32 @@ async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_a
         assert letter.headers["Cortex-Dlq-Reason"] == "extraction failed"
 
 
+async def test_an_upload_is_found_by_its_file_name_and_a_failed_one_too(
+    migrated: Infrastructure, org: Org, tmp_path: Path
+) -> None:
+    """Two files made from one template share its title; their owner knows them by their names. Before (QA 47):
+    no search found a file by its name, and a file that could not be read was found by nothing at all."""
+    budget, vendors, broken = word("budget"), word("vendors"), word("broken")
+    names = {"budget": f"{budget}_2025_v3.docx", "vendors": f"{vendors}.docx", "broken": f"{broken}.pdf"}
+    files = {
+        names["budget"]: samples.docx_file("Quarterly Vendor Review", [("Costs", "Costs went down.")]),
+        names["vendors"]: samples.docx_file("Quarterly Vendor Review", [("Vendors", "Two vendors left.")]),
+        names["broken"]: b"%PDF-1.7 cut short",
+    }
+    paths = await ingest(migrated, org, tmp_path, files)
+    ids = {key: upload_document(org, paths[name]) for key, name in names.items()}
+    for key in ("budget", "vendors"):
+        await detail_when(org.member, ids[key], status="published")
+    await detail_when(org.member, ids["broken"], status="failed")
+
+    for key, said in (("budget", budget), ("vendors", vendors), ("broken", broken)):
+        assert await lexical_ids(org.member, said) == [str(ids[key])], key
+    found = (await org.member.get("/api/memory", params={"q": names["broken"]})).json()["items"]
+    assert [(item["id"], item["status"], item["snippet"]) for item in found] == [
+        (str(ids["broken"]), "failed", f"{names['broken']} ({broken} pdf)")
+    ]
+
+
 async def test_a_fixed_file_uploaded_again_replaces_its_failed_document(
     migrated: Infrastructure, org: Org, js: JetStreamContext, tmp_path: Path
 ) -> None:

@@ -10,6 +10,7 @@ from cortex_indexer.chunking import (
     OVERLAP_WORDS,
     Chunk,
     chunk_document,
+    file_name_passage,
     units_of,
 )
 
@@ -244,3 +245,11 @@ def test_units_are_words_runs_of_32_characters_and_cjk_characters_not_spaces() -
     assert len(units_of("x" * 80)) == 3  # 32 + 32 + 16
     assert len(units_of("internationalization")) == 1  # an ordinary long word is one, as before
     assert len(units_of("東京\u3000大阪")) == 4  # the ideographic space (U+3000) between them is white space
+
+
+def test_a_file_name_is_a_passage_with_its_words_and_a_blank_one_none() -> None:
+    assert file_name_passage("Review", " q3_budget.docx ", ordinal=4) == [
+        Chunk(ordinal=4, heading="Review", text="q3_budget.docx (q3 budget docx)")
+    ]
+    assert file_name_passage("Review", "plan", ordinal=0) == [Chunk(ordinal=0, heading="Review", text="plan")]
+    assert file_name_passage("Review", " \u200b ", ordinal=0) == []

@@ -13,7 +13,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 
-from cortex_contracts.base import nfc
+from cortex_contracts.base import is_blank, nfc
 from cortex_extractors.markdown_headings import (
     atx_heading,
     can_be_setext_text,
@@ -30,6 +30,7 @@ MAX_SECTIONED_PASSAGES = 10_000  # a body at its 1 M character limit makes ~1,30
 # Scripts written without spaces between words: Hangul Jamo, CJK radicals to ideographs (kana
 # included), Hangul syllables, compatibility ideographs, full-width forms.
 _WIDE = "\u1100-\u11ff\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef"
+NAME_PART = re.compile(r"[^\W_]+")  # letters and digits: a file name's words
 UNIT = re.compile(rf"(?!\s)[{_WIDE}]|[^\s{_WIDE}]{{1,{MAX_UNIT_CHARS}}}")  # the ideographic space is no unit
 
 
@@ -165,3 +166,15 @@ def chunk_document(title: str, body: str) -> list[Chunk]:
     if len(chunks) > MAX_SECTIONED_PASSAGES:
         chunks = min(chunks, _chunks(title, _sections(body, headings=False)), key=len)
     return chunks or [Chunk(ordinal=0, heading=title, text="")]
+
+
+def file_name_passage(title: str, filename: str, *, ordinal: int) -> list[Chunk]:
+    """An uploaded file's name, as a passage under its title: its owner knows it by that name, and a file's
+    own title (a template's, often) may be another's too (QA 47). None for a name of white space."""
+    name = " ".join(nfc(filename).split())
+    if is_blank(name):
+        return []
+    # PostgreSQL's parser reads `q3_budget.docx` as one word (a host name): its parts follow, to be found too.
+    parts = " ".join(NAME_PART.findall(name))
+    text = name if parts == name else f"{name} ({parts})"
+    return [Chunk(ordinal=ordinal, heading=nfc(title), text=text)]

@@ -21,7 +21,7 @@ from cortex_contracts.uploads import UploadCreated
 from cortex_contracts.vector_store import VectorStore
 from cortex_embedding.errors import EmbeddingError
 from cortex_indexer import embedding_space, repository
-from cortex_indexer.chunking import Chunk, chunk_document
+from cortex_indexer.chunking import Chunk, chunk_document, file_name_passage
 from cortex_indexer.embedding_space import EmbeddingSpace
 from cortex_indexer.outbox import OutboxRelay, stage
 from cortex_indexer.reports import report_message
@@ -184,19 +184,22 @@ async def index_document(
 ) -> DocumentIndexed | None:
     """Store the document and its passages unless a newer version is already stored.
 
-    `upload` is the file the document was extracted from, recorded in the same transaction; with a
-    `failure_reason` the document is stored as failed, with no passages (nothing of it is searchable).
+    `upload` is the file the document was extracted from, recorded in the same transaction; its name is a
+    passage too. With a `failure_reason` the document is stored as failed, that passage its only one: the
+    file is found by its name and title, and shows why it failed.
     `known`: what `prior_embeddings` returned for this event, when the caller has read it already.
     """
     if doc.organization_id != meta.organization_id:
         raise PoisonMessage("payload organizationId differs from the event's orgid")
     check_moment("updatedAt", doc.updated_at, meta.time)
     if known is None:
-        known = await prior_embeddings(ctx, meta, doc.document_id, doc.version, want_embeddings=not failure_reason)
+        known = await prior_embeddings(ctx, meta, doc.document_id, doc.version)
     if known is None:
         return None
     chunks = [] if failure_reason else chunk_document(doc.title, body)
-    embeddings = None if failure_reason else await _embed_changed(ctx, doc.document_id, chunks, known)
+    if upload is not None:
+        chunks += file_name_passage(doc.title, upload.filename, ordinal=len(chunks))
+    embeddings = await _embed_changed(ctx, doc.document_id, chunks, known)
     try:
         return await _write(ctx, meta, doc, body, chunks, embeddings, upload, failure_reason)
     except asyncpg.PostgresError as exc:
