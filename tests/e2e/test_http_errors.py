@@ -179,6 +179,14 @@ async def raw_exchange(org: Org, request: bytes) -> tuple[bytes, dict[str, Any]]
     return head, json.loads(body)
 
 
+async def test_a_url_with_raw_non_ascii_is_a_400_that_says_to_percent_encode_it(org: Org) -> None:
+    """Before (QA 47): `?q=café` sent unencoded was told its URL might be over 64 KiB, for 4 characters."""
+    head, problem = await raw_exchange(org, "GET /api/memory?q=café HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+
+    assert head.startswith(b"HTTP/1.1 400 "), head
+    assert "must be percent-encoded" in problem["detail"]
+
+
 @pytest.mark.parametrize(
     "headers",
     [

@@ -103,8 +103,9 @@ async def feed(ctx: FeedContext, request: FeedRequest) -> FeedPage:
 
 
 async def _recent(ctx: FeedContext, request: FeedRequest, state: dict[str, object] | None) -> FeedPage:
-    """Newest first: the facet index picks the page (keyset-paged on (updated_at, id), so every item
-    appears exactly once); only the page's rows are read, in the snapshot the index was brought to."""
+    """Newest first: the facet index picks the page (keyset-paged on (updated_at, id): no item twice, and
+    none missed but one edited meanwhile, which moves ahead of the pages already seen); only the page's rows
+    are read, in the snapshot the index was brought to."""
     after: Key | None = None
     if state is not None:
         try:  # (a time without a zone cannot be subtracted from the epoch: TypeError)

@@ -1,8 +1,8 @@
 """uvicorn's HTTP/1.1 protocol (httptools), answering a request it will not take with a problem document.
 
 Such a request never reaches the app:
-- one it cannot parse: a request line past llhttp's 64 KiB (a URL with thousands of parameters), or bytes
-  that are not HTTP (400);
+- one it cannot parse: a request line past llhttp's 64 KiB (a URL with thousands of parameters), a URL
+  with a raw space or non-ASCII byte (QA 47: `?q=café` sent unencoded), or bytes that are not HTTP (400);
 - one whose head (request line and headers) runs past 128 KiB, or that has more than 100 headers (431).
   Before (QA 30), a 64 MiB header was read, parsed and handed to the app, and every other request on
   the gateway waited behind it. The parser is given no more than the limit still allows, so a head of
@@ -18,7 +18,10 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from cortex_gateway.problems import PROBLEM_JSON, problem_bytes
 
-UNPARSABLE = "The request cannot be parsed as HTTP, or its request line (the URL) is longer than 64 KiB."
+UNPARSABLE = (
+    "The request cannot be parsed as HTTP: its request line (the URL) may be longer than 64 KiB, or hold a "
+    "character that must be percent-encoded, such as a space or any non-ASCII one (é is %C3%A9)."
+)
 MAX_HEAD_BYTES = 128 * 1024
 MAX_HEADERS = 100
 HEAD_TOO_LARGE = f"The request's head is over {MAX_HEAD_BYTES // 1024} KiB or has over {MAX_HEADERS} headers."
