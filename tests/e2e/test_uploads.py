@@ -295,6 +295,7 @@ async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_a
             "photo.png": b"\x89PNG\r\n\x1a\n" + bytes(64),
             "scan.pdf": samples.pdf_file([""]),  # pages without text, as a scanned document's
             "empty.md": b"",  # before: published as an empty document, where an empty upload failed
+            "nothing.pdf": b"",  # before (QA 47): "corrupt: not a readable PDF file (EmptyFileError…)"
             "blank.txt": b" \n\t\n",
             "invisible.md": "\u200b\u3164\ufe0f\n".encode(),  # before: published blank, as an upload
         },
@@ -307,6 +308,7 @@ async def test_unreadable_files_are_failed_with_their_reason_and_dead_lettered_a
         "photo.png": "unsupported: no extractor for media type 'image/png'",
         "scan.pdf": "empty: the file holds no text (a scanned PDF or an image needs OCR first)",  # before: published
         "empty.md": "empty: the file holds no text",
+        "nothing.pdf": "empty: the file holds no text",
         "blank.txt": "empty: the file holds no text",
         "invisible.md": "empty: the file holds no text",
     }

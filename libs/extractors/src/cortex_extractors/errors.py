@@ -24,6 +24,10 @@ class CorruptFile(ExtractionError):
     kind = "corrupt"
 
 
+class EmptyFile(ExtractionError):
+    kind = "empty"
+
+
 class ExtractorFailed(ExtractionError):
     """An extractor plugin raised something other than an `ExtractionError`: the plugin may be at fault, not
     the file (the built-in parsers' exceptions on malformed input are the file's: `CorruptFile`)."""

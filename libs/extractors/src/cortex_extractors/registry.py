@@ -8,7 +8,14 @@ import logging
 from importlib.metadata import entry_points
 
 from cortex_extractors import html_page, markdown, pdf, plain_text, presentation, spreadsheet, word
-from cortex_extractors.errors import CorruptFile, ExtractionError, ExtractorFailed, TooLarge, UnsupportedMediaType
+from cortex_extractors.errors import (
+    CorruptFile,
+    EmptyFile,
+    ExtractionError,
+    ExtractorFailed,
+    TooLarge,
+    UnsupportedMediaType,
+)
 from cortex_extractors.extracted import Extracted, Extractor
 from cortex_extractors.limits import MAX_INPUT_BYTES
 from cortex_extractors.media_types import OLE_MAGIC, label, normalize
@@ -61,6 +68,8 @@ def extract(media_type: str, data: bytes, filename: str | None = None) -> Extrac
         raise UnsupportedMediaType(f"no extractor for media type {kind!r}")
     if len(data) > MAX_INPUT_BYTES:
         raise TooLarge(f"the file is over {MAX_INPUT_BYTES // 2**20} MiB")
+    if not data:  # of any type: a 0-byte PDF was "corrupt: not a readable PDF file" (QA 47)
+        raise EmptyFile("the file holds no text")
     extractor, plugin = found
     try:
         return extractor.extract(data, filename)
