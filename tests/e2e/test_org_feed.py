@@ -228,6 +228,27 @@ async def test_a_tag_spelt_with_a_combining_accent_or_in_capitals_is_the_same_ta
         assert {item["id"] for item in listed} == {str(document) for document in documents}
 
 
+async def test_a_class_in_capitals_is_the_same_class(org: Org, js: JetStreamContext, nats_client: NATS) -> None:
+    """Before (QA 47): "Runbook" and "runbook" were two Type values, both labelled Runbook; `type=RUNBOOK`
+    found neither."""
+    watcher = await IndexedWatcher().start(nats_client, org.id)
+    documents = {uuid.uuid4(): "Runbook", uuid.uuid4(): "runbook", uuid.uuid4(): " RUNBOOK "}
+    for document, doc_class in documents.items():
+        event = upsert_event(org.id, document, title="doc", body="text", version=1, docClass=doc_class)
+        await publish_upsert(js, event)
+    for document in documents:
+        await watcher.wait_for(document, 1)
+    await watcher.stop()
+
+    types = (await org.member.get("/api/memory/facets")).json()["type"]
+    assert [(v["value"], v["label"], v["count"]) for v in types] == [("runbook", "Runbook", 3)]
+    for spelling in ("runbook", "RUNBOOK", "Runbook "):
+        listed = (await org.member.get("/api/memory", params={"type": spelling})).json()["items"]
+        assert {item["id"] for item in listed} == {str(document) for document in documents}
+    note = await org.admin.post("/api/memory/documents", json={"title": "Restart", "docClass": "Runbook"})
+    assert note.status_code == 202, note.text  # before: 422, "docClass must be one of spec, design, …"
+
+
 async def test_facets_with_a_search_text_count_only_the_documents_that_contain_its_words(
     org: Org, js: JetStreamContext, nats_client: NATS, migrated: Infrastructure
 ) -> None:

@@ -22,11 +22,17 @@ Tag = Annotated[
 ]
 
 
+def class_key(doc_class: str) -> str:
+    """One class however it is typed, as a tag is (`tag_key`): "Runbook" from one KB and "runbook" from another
+    were two Type values both labelled Runbook, and `type=RUNBOOK` found neither (QA 47)."""
+    return tag_key(doc_class)
+
+
 def _class_or_none(doc_class: str | None) -> str | None:
-    """A class is kept without surrounding white space, and a blank one names none, as an absent one does:
-    before (QA 42), `""` and `"  "` became Type facet values that no filter could select, and `" spec"` one
-    beside `spec`."""
-    return None if doc_class is None or is_blank(doc_class) else doc_class.strip()
+    """A class is kept lower-cased, in NFC, without surrounding white space, and a blank one names none, as an
+    absent one does: before (QA 42), `""` and `"  "` became Type facet values that no filter could select, and
+    `" spec"` one beside `spec`."""
+    return None if doc_class is None or is_blank(doc_class) else class_key(doc_class)
 
 
 def _named_source(source: str) -> str:

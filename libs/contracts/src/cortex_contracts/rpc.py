@@ -8,7 +8,7 @@ from uuid import UUID
 from pydantic import AfterValidator, Field, StringConstraints
 
 from cortex_contracts.base import NO_NUL, WireModel, nfc_within
-from cortex_contracts.documents import tag_key
+from cortex_contracts.documents import class_key, tag_key
 from cortex_contracts.memory import AgentMemories, Recalled
 from cortex_contracts.memory_item import ItemStatus, MemoryItem
 
@@ -46,7 +46,9 @@ class RetrievalMode(StrEnum):
 class FeedFilters(WireModel):
     """OR within one facet, AND across facets. Empty = no filter on that facet."""
 
-    type: list[FilterText] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="docClass values.")
+    type: list[Annotated[FilterText, AfterValidator(class_key)]] = Field(
+        default_factory=list, max_length=MAX_FILTER_VALUES, description="docClass values, in any case."
+    )
     work: list[UUID] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Work ids.")
     mission: list[UUID] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Mission ids.")
     team: list[UUID] = Field(default_factory=list, max_length=MAX_FILTER_VALUES, description="Team ids.")

@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from cortex_contracts import subjects
 from cortex_contracts.base import NO_NUL, is_blank
 from cortex_contracts.doc_classes import DOC_CLASSES
-from cortex_contracts.documents import MAX_BODY_CHARS, TYPE_DOCUMENT_UPSERTED, DocumentUpserted, Tag
+from cortex_contracts.documents import MAX_BODY_CHARS, TYPE_DOCUMENT_UPSERTED, DocumentUpserted, Tag, class_key
 from cortex_contracts.envelope import Envelope, new_envelope
 from cortex_contracts.rpc import ItemReply, ItemRequest
 from cortex_gateway.aggregator_client import ask_aggregator
@@ -52,9 +52,11 @@ class NoteCreate(BaseModel):
     @field_validator("doc_class")
     @classmethod
     def _known_class(cls, doc_class: str | None) -> str | None:
-        if doc_class is not None and doc_class not in DOC_CLASSES:
+        if doc_class is None:
+            return None
+        if class_key(doc_class) not in DOC_CLASSES:
             raise ValueError(f"docClass must be one of {', '.join(DOC_CLASSES)}")
-        return doc_class
+        return class_key(doc_class)
 
 
 class Created(BaseModel):
