@@ -231,6 +231,36 @@ async def test_answers_of_another_dimension_at_start_neither_switch_the_index_no
         fake.stop()
 
 
+async def test_a_mistyped_dimension_does_not_switch_the_index(
+    database: Databases, own_nats: NATS, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Before (QA 47): a configured dimension the endpoint does not answer with switched the index at start,
+    clearing every stored embedding; every answer was refused after, and unsetting the dimension did not help."""
+    fake = FakeEmbeddingServer(dimension=32).start()
+    org_id = await new_org(database)
+    space = "SELECT model || '/' || dimension FROM embedding_space WHERE active"
+    vectors = "SELECT count(*) FROM kb_chunks WHERE embedding IS NOT NULL"
+    try:
+        async with indexer(database, own_nats, endpoint(fake, "fake-a")):
+            await publish_pricing(own_nats, org_id)
+        embedded_before = await scalar(database, vectors)
+        assert (await scalar(database, space), embedded_before > 0) == ("fake-a/32", True)
+
+        async with indexer(database, own_nats, endpoint(fake, "fake-a", dimension=48)):
+            await publish_pricing(own_nats, org_id)  # indexed lexical-only meanwhile
+            assert await scalar(database, space) == "fake-a/32"
+            assert await scalar(database, vectors) == embedded_before
+        assert (
+            "the index stays in fake-a (dimension 32), not fake-a (dimension 48): the embedder gives no usable answer: "
+            "a vector of length 32, expected 48"
+        ) in caplog.text
+
+        async with indexer(database, own_nats, endpoint(fake, "fake-a", dimension=None)):  # corrected
+            await eventually(lambda: scalar(database, "SELECT bool_and(embedded) FROM kb_documents"))
+    finally:
+        fake.stop()
+
+
 async def test_a_new_embedding_model_re_embeds_the_index_and_search_never_mixes_models(
     database: Databases, own_nats: NATS
 ) -> None:

@@ -23,11 +23,13 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from cortex_embedding.batcher import BatchingEmbedder
-from cortex_embedding.embedder import model_name
+from cortex_embedding.embedder import Embedder, model_name
 from cortex_embedding.errors import EmbeddingError
 from cortex_store.embedding_space import ACTIVE_SPACE, recorded_space
 
 log = logging.getLogger(__name__)
+
+DIMENSION_PROBE = "How long is a vector of this model?"
 
 SWITCH = text("SELECT cortex_switch_embedding_space(:model, :dimension)")
 SWITCH_LOCK_KEY = 0x63786573  # the switch function holds it exclusively (migration 0010)
@@ -107,6 +109,10 @@ async def adopt(sessions: async_sessionmaker[AsyncSession], embedder: BatchingEm
         except EmbeddingError as exc:
             log.warning("cannot learn the embedding dimension of %s yet: %s", space.model, exc)
             return False
+    switching = recorded is None or (recorded.model, recorded.dimension) != (space.model, space.dimension)
+    if switching and (problem := await _answer_problem(inner, space.dimension)) is not None:
+        log.error("the index stays in %s, not %s (dimension %d): %s", recorded, space.model, space.dimension, problem)
+        return False
     async with sessions() as session, session.begin():
         switched = bool(await session.scalar(SWITCH, {"model": space.model, "dimension": space.dimension}))
     if (expect := getattr(inner, "expect_dimension", None)) is not None:
@@ -125,3 +131,16 @@ async def adopt(sessions: async_sessionmaker[AsyncSession], embedder: BatchingEm
     else:
         log.info("embedding with %s (dimension %d), as the index records", space.model, space.dimension)
     return True
+
+
+async def _answer_problem(inner: Embedder, dimension: int) -> str | None:
+    """Why the embedder's answers cannot fill an index of `dimension`, or None. Asked before a switch, which
+    clears every stored embedding: before (QA 47), a mistyped dimension switched the index at start, every
+    answer was then refused, and nothing was ever embedded again."""
+    try:
+        vector = (await asyncio.to_thread(inner.embed, [DIMENSION_PROBE]))[0]
+    except EmbeddingError as exc:
+        return f"the embedder gives no usable answer: {exc}"
+    if len(vector) != dimension:
+        return f"the embedder answers vectors of {len(vector)} numbers: set its dimension to that (or leave it unset)"
+    return None
