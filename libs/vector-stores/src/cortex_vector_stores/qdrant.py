@@ -30,6 +30,11 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
+class LocalFolderTaken(Exception):
+    """Another client holds local mode's folder: searches answer from the lexical leg meanwhile (QA 47: a
+    second service on the folder answered every search with a 502)."""
+
+
 def _unavailable_when_unreachable(method: Callable[P, Awaitable[R]]) -> Callable[P, Coroutine[Any, Any, R]]:
     """qdrant-client's errors (not reached, timed out, a server error) as the protocol's VectorStoreUnavailable;
     during an outage, at once (see `outage`). For QdrantVectorStore's methods: the first argument is the store."""
@@ -41,7 +46,7 @@ def _unavailable_when_unreachable(method: Callable[P, Awaitable[R]]) -> Callable
             raise VectorStoreUnavailable(refusal)
         try:
             result = await method(*args, **kwargs)
-        except ApiException as exc:
+        except (ApiException, LocalFolderTaken) as exc:
             reason = f"qdrant: {exc}"
             store.outage.began(reason)
             raise VectorStoreUnavailable(reason) from exc
@@ -71,7 +76,13 @@ class QdrantVectorStore:
         settings = self.settings
         if settings.url is None:
             settings.path.mkdir(parents=True, exist_ok=True)
-            return AsyncQdrantClient(path=str(settings.path))
+            try:
+                return AsyncQdrantClient(path=str(settings.path))
+            except RuntimeError as exc:  # the folder's lock, held by another process (or client)
+                raise LocalFolderTaken(
+                    f"{exc} Local mode serves one process: run the services in one (`cortex run`), "
+                    "or set CORTEX_QDRANT_URL"
+                ) from exc
         api_key = settings.api_key.get_secret_value() if settings.api_key else None
         # No version check at construction: the client makes it with a blocking HTTP call.
         return AsyncQdrantClient(
