@@ -30,6 +30,7 @@ from cortex_store.database import make_engine, make_sessionmaker
 from cortex_store.tenancy import bind_organization
 from tests.cli_runs import cli, cli_process
 from tests.conftest import Org
+from tests.embedding_server import FakeEmbeddingServer
 from tests.gateways import running_gateway
 from tests.infrastructure import Infrastructure
 from tests.org_clients import client_for, close_org, create_org
@@ -352,3 +353,23 @@ async def test_the_gateway_lists_the_space_the_index_is_in(migrated: Infrastruct
     embedder = (await listing(plugin_org))["embedder"]
     shown = embedder.get("indexSpace")
     assert shown == (None if recorded is None else "{} (dimension {})".format(*recorded.split("/")))
+
+
+async def test_an_embedder_answering_another_length_than_the_index_holds_is_unhealthy(
+    migrated: Infrastructure, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """QA 47: the listing said ok while the indexer refused every answer of the endpoint, of another length."""
+    server = FakeEmbeddingServer(dimension=32).start()
+    monkeypatch.setenv("CORTEX_EMBEDDER_OPENAI_BASE_URL", server.base_url)
+    monkeypatch.setenv("CORTEX_EMBEDDER_OPENAI_MODEL", "fake-a")
+    try:
+        async with own_database(migrated.database_url, "cx_space_length") as name:
+            database_url = on_database(migrated.database_url, name)
+            await switch_space(database_url, "fake-a", 48)
+
+            view = await list_plugins(database_url, uuid.uuid4(), PluginRegistry())
+    finally:
+        server.stop()
+    embedder = next(category for category in view.categories if category.category == "embedder")
+    openai = by_name(embedder.model_dump(by_alias=True))["openai"]
+    assert (openai["health"], openai["healthDetail"]) == ("unhealthy", "a vector of length 32, expected 48")

@@ -3,7 +3,7 @@
 import asyncio
 import inspect
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import cast
 
 from cortex_contracts.plugins import CategoryStatus, HealthStatus, PluginStatus, PluginsView, SelectionReason
@@ -59,10 +59,21 @@ def _space_mismatch(active: LoadedPlugin | None, space: RecordedSpace) -> str | 
     )
 
 
+def _expect_index_dimension(plugins: Sequence[LoadedPlugin], space: RecordedSpace) -> None:
+    """An embedder of the index's model is healthy only if it answers with the index's dimension: before (QA 47)
+    its health said ok while the indexer refused every answer, of another length."""
+    for plugin in plugins:
+        expect = getattr(plugin.plugin, "expect_dimension", None) if plugin.loaded else None
+        if expect is not None and model_name(cast(Embedder, plugin.plugin)) == space.model:
+            expect(space.dimension)
+
+
 async def _category(
     registry: PluginRegistry, each: Category, org_choice: str | None, timeout: float, space: RecordedSpace | None
 ) -> CategoryStatus:
     plugins = registry.plugins(each.name)
+    if each.name == "embedder" and space is not None:
+        _expect_index_dimension(plugins, space)
     statuses = list(await asyncio.gather(*(_status(p, each.default, timeout) for p in plugins)))
     pin = registry.pin(each.name)
     common = {"category": each.name, "group": each.group, "env_pin": pin, "org_choice": org_choice}
