@@ -14,10 +14,8 @@ from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from cortex_store.database import (
-    CONNECT_SECONDS,
     DatabaseTimeout,
     asyncpg_dsn,
-    connect_seconds,
     make_engine,
     unreachable,
 )
@@ -71,9 +69,3 @@ async def test_connect_timeout_bounds_a_connection_to_a_server_that_does_not_ans
             await engine.dispose()
             await pool.close()
     assert unreachable(raised.value)  # the indexer holds its events until the database answers
-
-
-def test_a_url_without_connect_timeout_gets_ten_seconds_and_zero_means_no_limit() -> None:
-    assert connect_seconds("postgresql://db/cortex") == CONNECT_SECONDS == 10
-    assert connect_seconds("postgresql://db/cortex?connect_timeout=0") is None
-    assert "connect_timeout" not in asyncpg_dsn("postgresql://db/cortex?connect_timeout=3&sslmode=require")

@@ -251,8 +251,8 @@ async def test_a_mistyped_dimension_does_not_switch_the_index(
             assert await scalar(database, space) == "fake-a/32"
             assert await scalar(database, vectors) == embedded_before
         assert (
-            "the index stays in fake-a (dimension 32), not fake-a (dimension 48): the embedder gives no usable answer: "
-            "a vector of length 32, expected 48"
+            "the index stays in fake-a (dimension 32), not fake-a (dimension 48), until the embedder answers vectors "
+            "of that length: a vector of length 32, expected 48"
         ) in caplog.text
 
         async with indexer(database, own_nats, endpoint(fake, "fake-a", dimension=None)):  # corrected

@@ -6,7 +6,6 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 
 import pytest
 
@@ -75,17 +74,3 @@ async def test_with_no_retry_time_every_call_tries_the_server() -> None:
                 assert hung.requests >= expected
         finally:
             await store.close()
-
-
-async def test_a_local_folder_another_client_holds_makes_the_store_unavailable_not_broken(tmp_path: Path) -> None:
-    """Before (QA 47): the aggregator beside an indexer on one local folder answered every search with a 502
-    (qdrant-client's RuntimeError); now the search answers from the lexical leg, and the log says why."""
-    settings = QdrantSettings(path=tmp_path / "qdrant", dimension=4)
-    holder, second = QdrantVectorStore(settings), QdrantVectorStore(settings)
-    try:
-        assert await holder.search(ORG, [1.0] * 4, 5) == []  # opens the folder, and holds it
-        with pytest.raises(VectorStoreUnavailable, match="Local mode serves one process"):
-            await second.search(ORG, [1.0] * 4, 5)
-    finally:
-        await holder.close()
-        await second.close()

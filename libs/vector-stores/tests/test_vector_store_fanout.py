@@ -31,7 +31,7 @@ def test_merge_puts_each_works_best_first_whatever_its_raw_scale() -> None:
     merged = merge_normalized([work_a, work_b], k=4)
     assert [h.chunk_id for h in merged] == [1, 4, 2, 5]
     assert merge_normalized([work_a, work_b], k=0) == []
-    assert merge_normalized([[], work_b], k=2) == [hit(3, 4, 1.0), hit(4, 5, 0.5)]
+    assert merge_normalized([[], work_b], k=2) == [hit(3, 4, 0.5), hit(4, 5, 0.25)]  # each with its own score
 
 
 async def test_fan_out_queries_every_work_once_and_merges() -> None:
@@ -50,4 +50,4 @@ async def test_fan_out_queries_every_work_once_and_merges() -> None:
 
     merged = await fan_out([works[2], works[0], works[1], works[0]], search_one, k=10)
     assert sorted(asked) == sorted(works)  # each Work once, duplicates in the input collapsed
-    assert [(h.chunk_id, h.score) for h in merged] == [(1, 1.0), (3, 1.0), (2, 0.0)]
+    assert [(h.chunk_id, h.score) for h in merged] == [(1, 0.9), (3, 0.5), (2, 0.1)]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cortex_contracts.vector_store import VectorStore
+from cortex_contracts.vector_store import VectorStore, VectorStoreUnavailable
 from cortex_vector_stores import pgvector, qdrant
 from cortex_vector_stores.binding import vectors_live_in_database
 from cortex_vector_stores.settings import QdrantSettings
@@ -51,7 +51,7 @@ async def test_a_second_process_on_the_same_local_path_is_told_why(tmp_path: Pat
         assert await second.health() is None  # not opened by a health check: the lock stays free
         assert await first.search(uuid.uuid4(), [1.0, 0.0, 0.0, 0.0], 3) == []
         assert await first.health() is None
-        with pytest.raises(RuntimeError, match="already accessed by another instance"):
+        with pytest.raises(VectorStoreUnavailable, match="already accessed by another instance"):
             await second.search(uuid.uuid4(), [1.0, 0.0, 0.0, 0.0], 3)
     finally:
         await first.close()

@@ -27,6 +27,9 @@ class CorruptFile(ExtractionError):
 class EmptyFile(ExtractionError):
     kind = "empty"
 
+    def __init__(self, reason: str = "the file holds no text") -> None:
+        super().__init__(reason)
+
 
 class ExtractorFailed(ExtractionError):
     """An extractor plugin raised something other than an `ExtractionError`: the plugin may be at fault, not

@@ -69,7 +69,7 @@ def extract(media_type: str, data: bytes, filename: str | None = None) -> Extrac
     if len(data) > MAX_INPUT_BYTES:
         raise TooLarge(f"the file is over {MAX_INPUT_BYTES // 2**20} MiB")
     if not data:  # of any type: a 0-byte PDF was "corrupt: not a readable PDF file" (QA 47)
-        raise EmptyFile("the file holds no text")
+        raise EmptyFile
     extractor, plugin = found
     try:
         return extractor.extract(data, filename)

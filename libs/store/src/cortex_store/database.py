@@ -84,10 +84,12 @@ def connector(database_url: str) -> Callable[..., Awaitable[asyncpg.Connection]]
     seconds = connect_seconds(database_url)
 
     async def connect(*args: Any, **kwargs: Any) -> asyncpg.Connection:
+        kwargs.setdefault("timeout", seconds)
         try:
-            return await asyncpg.connect(*args, timeout=seconds, **kwargs)
-        except TimeoutError as exc:
-            raise DatabaseTimeout(f"PostgreSQL did not answer within {seconds:g} s") from exc
+            return await asyncpg.connect(*args, **kwargs)
+        except TimeoutError as exc:  # asyncpg's, or the system's own when there is no limit
+            within = "" if seconds is None else f" within {seconds:g} s"
+            raise DatabaseTimeout(f"PostgreSQL did not answer{within}") from exc
 
     return connect
 

@@ -2,8 +2,8 @@
 merged by normalized score.
 
 Scores from separate indexes are not on one scale (a namespace of near-duplicates scores high
-everywhere), so each Work's list is min-max normalized before the merge; a Work's best hit becomes
-1.0, its k-th 0.0. A list of one hit normalizes to 1.0.
+everywhere), so each Work's list is ranked min-max normalized in the merge; a Work's best hit ranks as
+1.0, its k-th as 0.0, a list of one hit as 1.0. The hits keep their own scores.
 """
 
 import asyncio
@@ -25,10 +25,11 @@ def normalized(hits: Sequence[VectorHit]) -> list[VectorHit]:
 
 
 def merge_normalized(per_work: Iterable[Sequence[VectorHit]], k: int) -> list[VectorHit]:
-    """The `k` best of every list after normalizing each one; ties keep the lists' order."""
-    merged = [hit for hits in per_work for hit in normalized(hits)]
-    merged.sort(key=lambda hit: hit.score, reverse=True)  # stable: equal scores stay in list order
-    return merged[:k]
+    """The `k` best of every list, ranked by their normalized scores (ties keep the lists' order). Each hit keeps
+    its own score, a cosine as the protocol has it: the feed compares it with its similarity floor."""
+    ranked = [(rank.score, hit) for hits in per_work for rank, hit in zip(normalized(hits), hits, strict=True)]
+    ranked.sort(key=lambda pair: pair[0], reverse=True)  # stable: equal scores stay in list order
+    return [hit for _, hit in ranked[:k]]
 
 
 async def fan_out(work_ids: Iterable[uuid.UUID], search_one: SearchOneWork, k: int) -> list[VectorHit]:

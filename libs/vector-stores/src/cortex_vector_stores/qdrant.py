@@ -78,11 +78,11 @@ class QdrantVectorStore:
             settings.path.mkdir(parents=True, exist_ok=True)
             try:
                 return AsyncQdrantClient(path=str(settings.path))
-            except RuntimeError as exc:  # the folder's lock, held by another process (or client)
-                raise LocalFolderTaken(
-                    f"{exc} Local mode serves one process: run the services in one (`cortex run`), "
-                    "or set CORTEX_QDRANT_URL"
-                ) from exc
+            except RuntimeError as exc:
+                if "already accessed" not in str(exc):
+                    raise
+                # The folder's lock, held by another process (or client).
+                raise LocalFolderTaken(f"{exc} Set CORTEX_QDRANT_URL to a Qdrant server for every service.") from exc
         api_key = settings.api_key.get_secret_value() if settings.api_key else None
         # No version check at construction: the client makes it with a blocking HTTP call.
         return AsyncQdrantClient(

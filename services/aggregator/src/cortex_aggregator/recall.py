@@ -2,7 +2,7 @@
 caller names (session, Work, agent, partitions, tiers) of one organization; with them, the matches of every
 external agent-memory reader (best effort, labelled untrusted).
 
-Fusion is a convex combination of scores, not of ranks: relevance = s·BM25/max BM25 + (1 - s)·cosine, over
+Fusion is a convex combination of scores, not of ranks: relevance = s·BM25/max BM25 + (1 - s)·max(cosine, 0), over
 the union of both legs' candidates, with the lexical share s = 0.3. Memory entries are short (a turn, a
 fact); a rare word they share with the question is strong evidence that reciprocal rank fusion flattens to
 a rank, while the cosines of a small scope's top entries sit close together. On locomo-dev, evidence

@@ -111,7 +111,13 @@ async def adopt(sessions: async_sessionmaker[AsyncSession], embedder: BatchingEm
             return False
     switching = recorded is None or (recorded.model, recorded.dimension) != (space.model, space.dimension)
     if switching and (problem := await _answer_problem(inner, space.dimension)) is not None:
-        log.error("the index stays in %s, not %s (dimension %d): %s", recorded, space.model, space.dimension, problem)
+        log.warning(
+            "the index stays in %s, not %s (dimension %d), until the embedder answers vectors of that length: %s",
+            recorded,
+            space.model,
+            space.dimension,
+            problem,
+        )
         return False
     async with sessions() as session, session.begin():
         switched = bool(await session.scalar(SWITCH, {"model": space.model, "dimension": space.dimension}))
@@ -137,10 +143,11 @@ async def _answer_problem(inner: Embedder, dimension: int) -> str | None:
     """Why the embedder's answers cannot fill an index of `dimension`, or None. Asked before a switch, which
     clears every stored embedding: before (QA 47), a mistyped dimension switched the index at start, every
     answer was then refused, and nothing was ever embedded again."""
+    health = getattr(inner, "health", None)
+    if health is not None and (reason := await health()) is not None:  # one quick request, without retries
+        return str(reason)
     try:
         vector = (await asyncio.to_thread(inner.embed, [DIMENSION_PROBE]))[0]
     except EmbeddingError as exc:
-        return f"the embedder gives no usable answer: {exc}"
-    if len(vector) != dimension:
-        return f"the embedder answers vectors of {len(vector)} numbers: set its dimension to that (or leave it unset)"
-    return None
+        return str(exc)
+    return None if len(vector) == dimension else f"it answers vectors of {len(vector)}"

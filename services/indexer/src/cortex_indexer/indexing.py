@@ -114,7 +114,7 @@ async def _claim_deletion(
 
 
 async def prior_embeddings(
-    ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUID, version: int, *, want_embeddings: bool = True
+    ctx: IndexingContext, meta: EventMeta, document_id: uuid.UUID, version: int
 ) -> dict[str, list[float]] | None:
     """None when the event is stale (a duplicate, or not newer than what is stored): a cheap read before
     the expensive part. Else the stored document's embeddings by passage hash, for the passages an edit
@@ -128,7 +128,6 @@ async def prior_embeddings(
                 meta.organization_id,
                 document_id,
                 version,
-                want_embeddings=want_embeddings,
             )
 
 
@@ -186,7 +185,7 @@ async def index_document(
 
     `upload` is the file the document was extracted from, recorded in the same transaction; its name is a
     passage too. With a `failure_reason` the document is stored as failed, that passage its only one: the
-    file is found by its name and title, and shows why it failed.
+    file is found by its name and title, listed as failed (its detail says why).
     `known`: what `prior_embeddings` returned for this event, when the caller has read it already.
     """
     if doc.organization_id != meta.organization_id:

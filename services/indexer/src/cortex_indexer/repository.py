@@ -73,13 +73,13 @@ async def document_prior(
     organization_id: uuid.UUID,
     document_id: uuid.UUID,
     version: int,
-    *,
-    want_embeddings: bool,
 ) -> dict[str, list[float]] | None:
     """None when the event is stale (handled before, or not newer than the stored version); else the stored
-    passages' embeddings by content hash, when wanted (`cortex_document_prior`, migration 0013)."""
+    passages' embeddings by content hash (`cortex_document_prior`, migration 0013)."""
     # SQLAlchemy's pooled connections decode jsonb (and expect it encoded) as JSON text.
-    prior = await connection.fetchval(PRIOR, consumer, event_id, organization_id, document_id, version, want_embeddings)
+    prior = await connection.fetchval(
+        PRIOR, consumer, event_id, organization_id, document_id, version, True
+    )  # True: with embeddings
     return cast(dict[str, list[float]] | None, prior)
 
 

@@ -14,6 +14,7 @@ from cortex_contracts.base import is_blank
 from cortex_contracts.documents import UNTITLED, DocumentIndexed, DocumentUpserted
 from cortex_contracts.uploads import UploadCreated, upload_document_id
 from cortex_extractors import ExtractionError, detect_media_type, media_types, supported_media_types
+from cortex_extractors.errors import EmptyFile
 from cortex_extractors.limits import MAX_INPUT_BYTES
 from cortex_extractors.media_types import normalize, signed_media_type
 from cortex_indexer.extraction_workers import ExtractionWorkers, WorkerFailed
@@ -23,7 +24,7 @@ from cortex_messaging.delivery import PoisonMessage
 
 SOURCE = "upload"
 MAX_TITLE_CHARS = 300
-NO_TEXT = "empty: the file holds no text"
+NO_TEXT = EmptyFile().summary  # empty: the file holds no text
 NO_TEXT_IN_PDF = f"{NO_TEXT} (a scanned PDF or an image needs OCR first)"
 
 

@@ -103,20 +103,24 @@ async def _already_indexed(res: Resources, caller: Caller, document_id: uuid.UUI
     return True
 
 
-async def _publish(res: Resources, caller: Caller, event: Envelope, document_id: uuid.UUID) -> None:
+async def _publish(res: Resources, caller: Caller, event: Envelope, document_id: uuid.UUID, *, keyed: bool) -> None:
     """Publish the note's event. NATS may have stored a message whose acknowledgement did not come in time: a
-    plain retry, with a new id, could then add the note twice, so the answer names the id and says so."""
+    plain retry, with a new id, could then add the note twice, so the answer names the id and says so.
+    `keyed`: the request has an Idempotency-Key, whose retry is the same note."""
     try:
         await publish_event(res.js, subjects.kb_document_upserted(caller.organization_id), event)
     except NatsTimeoutError as exc:
-        detail = (
-            f"NATS did not confirm note {document_id} in time: it may have been stored all the same. Look for it "
-            "before adding it again, or add it with an Idempotency-Key: a retry with the key adds nothing new."
+        detail = f"NATS did not confirm note {document_id} in time: it may have been stored all the same. " + (
+            "Send the request again with the same Idempotency-Key: it adds nothing new."
+            if keyed
+            else "Look for it before adding it again (an Idempotency-Key makes such a retry safe)."
         )
         raise Problem(503, detail, headers={"Retry-After": "5"}, extensions={"id": str(document_id)}) from exc
 
 
-async def _publish_and_wait(res: Resources, caller: Caller, event: Envelope, document_id: uuid.UUID) -> None:
+async def _publish_and_wait(
+    res: Resources, caller: Caller, event: Envelope, document_id: uuid.UUID, *, keyed: bool
+) -> None:
     indexed: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
 
     async def on_indexed(msg: Any) -> None:
@@ -125,7 +129,7 @@ async def _publish_and_wait(res: Resources, caller: Caller, event: Envelope, doc
 
     subscription = await res.nc.subscribe(subjects.cortex_document_indexed(caller.organization_id), cb=on_indexed)
     try:
-        await _publish(res, caller, event, document_id)
+        await _publish(res, caller, event, document_id, keyed=keyed)
         if not await _already_indexed(res, caller, document_id):  # a retried request may find it done
             await asyncio.wait_for(indexed, timeout=res.settings.wait_timeout_seconds)
     except TimeoutError as exc:
@@ -184,7 +188,7 @@ async def create_note(
     )
     event = await _note_event(res, caller, note, document_id)
     if not wait:
-        await _publish(res, caller, event, document_id)
+        await _publish(res, caller, event, document_id, keyed=idempotency_key is not None)
         return JSONResponse({"id": str(document_id)}, status_code=202)
-    await _publish_and_wait(res, caller, event, document_id)
+    await _publish_and_wait(res, caller, event, document_id, keyed=idempotency_key is not None)
     return JSONResponse({"id": str(document_id)}, status_code=201)
