@@ -2,7 +2,6 @@
 
 import asyncio
 import logging
-import os
 from dataclasses import dataclass, field
 
 from nats.errors import ConnectionClosedError
@@ -17,6 +16,7 @@ from cortex_indexer import embedding_space
 from cortex_indexer.ann_admission import AnnAdmission
 from cortex_indexer.backfill import Backfill
 from cortex_indexer.catalog_handler import make_catalog_handler
+from cortex_indexer.cpus import usable_cpus
 from cortex_indexer.embedding_space import EmbeddingSpace
 from cortex_indexer.extraction_workers import ExtractionWorkers
 from cortex_indexer.handlers import make_kb_handler
@@ -171,7 +171,7 @@ def build_embedder(settings: IndexerSettings, pin: str | None = None) -> Batchin
             raise CannotStart(str(exc)) from exc
         log.info("embedding with %s at %s", endpoint.model, endpoint.url)
         return BatchingEmbedder(endpoint, settings.embedding_max_batch, streams=settings.embedding_streams or 1)
-    streams = settings.embedding_streams or os.cpu_count() or 1
+    streams = settings.embedding_streams or usable_cpus()
     threads = settings.embedding_threads or (1 if streams > 1 else None)
     model = load_local_embedder(threads=threads)
     if model is None:
