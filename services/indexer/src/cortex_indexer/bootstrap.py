@@ -142,6 +142,7 @@ class Indexer:
                 DurableConsumer(js, catalog, make_catalog_handler(catalog_ctx)).run(self.stop),
                 DurableConsumer(js, memory, make_memory_handler(memory_ctx)).run(self.stop),
             )
+            await relay.finish()
         except ConnectionClosedError:
             if not nc.is_closed:
                 raise
