@@ -287,3 +287,28 @@ async def test_one_message_lettered_twice_is_one_letter(js: JetStreamContext, mi
 
     letters = await dead_letters.list_letters(migrated.nats_url, org_id)
     assert [letter.error for letter in letters] == ["first delivery", "another message"]
+
+
+async def test_letters_that_can_never_succeed_are_dropped_and_only_the_named_ones(
+    org: Org, migrated: Infrastructure, js: JetStreamContext, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """QA 47: a poison letter stayed its 30 days, and `replay --all` sent it round again each time; an unowned
+    one could not be acted on at all."""
+    stray = f"kb.not-an-org-{uuid.uuid4().hex[:12]}.document.upserted"
+    mine = subjects.kb_document_upserted(org.id)
+    for subject in (mine, mine, stray):
+        await send_dead_letter(js, DeadLetter(subject, "tests", "poison message", "never an event", 1, {}, b"{}"))
+    first, second = [letter.sequence for letter in await dead_letters.list_letters(migrated.nats_url, org.id)]
+    unowned = await dead_letters.list_unowned_letters(migrated.nats_url, {org.id})
+    (stray_number,) = [letter.sequence for letter in unowned if letter.subject == stray]
+
+    # Another organization's letter, or the unowned one, is not this organization's to drop.
+    assert await cli(migrated, ["dlq", "drop", "--org", org.slug, str(first), str(stray_number)]) == 1
+    said = capsys.readouterr()
+    assert said.out == f"dropped {first}: {mine}\n"
+    assert said.err == f"error: no dead letter of {org.slug} numbered {stray_number}\n"
+    assert await cli(migrated, ["dlq", "drop", "--unowned", str(stray_number), str(second)]) == 1
+    assert capsys.readouterr().out == f"dropped {stray_number}: {stray}\n"
+
+    assert [letter.sequence for letter in await dead_letters.list_letters(migrated.nats_url, org.id)] == [second]
+    assert stray not in [letter.subject for letter in await dead_letters.list_unowned_letters(migrated.nats_url, set())]

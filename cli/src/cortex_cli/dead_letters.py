@@ -1,5 +1,6 @@
-"""`cortex dlq list | replay`: an organization's dead letters, and sending them again once the cause is fixed
-(the organization created, the object uploaded, the embedder back): the DLQ keeps them 30 days.
+"""`cortex dlq list | replay | drop`: an organization's dead letters, sending them again once the cause is fixed
+(the organization created, the object uploaded, the embedder back), or dropping those that can never succeed
+(a poison event; a subject naming no organization): the DLQ keeps them 30 days otherwise.
 
 A replay publishes the original event, headers included, to its original subject, and then deletes the
 letter: if the event fails again it comes back as a new letter. The event's own JetStream dedup id is
@@ -154,6 +155,41 @@ async def replay_letters(
     finally:
         await disconnect(nc)
     return found
+
+
+def owned_by(organization_id: uuid.UUID) -> Callable[[Letter], bool]:
+    return lambda letter: _named_organization(letter.subject) == organization_id
+
+
+def unowned(organization_ids: set[uuid.UUID]) -> Callable[[Letter], bool]:
+    return lambda letter: _named_organization(letter.subject) not in organization_ids
+
+
+async def drop_letters(nats_url: str, sequences: set[int], whose: Callable[[Letter], bool]) -> list[Letter]:
+    """Deletes the letters with these DLQ sequence numbers that `whose` accepts (an organization's, or the
+    unowned); returns them. Before (QA 47) a letter that could never succeed stayed its 30 days, and
+    `replay --all` sent it round again each time."""
+    nc = await connect_nats(nats_url)
+    dropped: list[Letter] = []
+    try:
+        manager = nc.jsm()
+        for sequence in sorted(sequences):
+            try:
+                letter = letter_from(await manager.get_msg(STREAM_DLQ, seq=sequence))
+            except NotFoundError:
+                continue
+            if not whose(letter):
+                continue
+            try:
+                await manager.delete_msg(STREAM_DLQ, sequence)
+            except APIError as err:
+                if err.err_code not in ALREADY_GONE:
+                    raise
+                continue  # another command took it meanwhile
+            dropped.append(letter)
+    finally:
+        await disconnect(nc)
+    return dropped
 
 
 ABOUT_CHARS = 120

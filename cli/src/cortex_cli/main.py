@@ -9,6 +9,7 @@ import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from dotenv import load_dotenv
 
@@ -239,6 +240,8 @@ def _dlq(args: argparse.Namespace) -> int:
         else:
             print(dead_letters.render(letters))
         return 0
+    if args.dlq_command == "drop":
+        return _drop(args, where)
     org = asyncio.run(organization_id(where.database_url, args.org))
     chosen = None if args.all else set(args.sequences)
     found = asyncio.run(dead_letters.replay_letters(where.nats_url, org, chosen, _replayed))
@@ -246,6 +249,21 @@ def _dlq(args: argparse.Namespace) -> int:
     if missing:
         print(f"error: no dead letter of {args.org} numbered {', '.join(map(str, missing))}", file=sys.stderr)
     return 1 if missing or any(letter.cut_from is not None for letter in found) else 0
+
+
+def _drop(args: argparse.Namespace, where: config.Endpoints) -> int:
+    if args.unowned:
+        whose = dead_letters.unowned(asyncio.run(organization_ids(where.database_url)))
+    else:
+        whose = dead_letters.owned_by(asyncio.run(organization_id(where.database_url, args.org)))
+    dropped = asyncio.run(dead_letters.drop_letters(where.nats_url, set(args.sequences), whose))
+    for letter in dropped:
+        print(f"dropped {letter.sequence}: {letter.subject}")
+    missing = sorted(set(args.sequences) - {letter.sequence for letter in dropped})
+    if missing:
+        whom = "unowned" if args.unowned else f"of {args.org}"
+        print(f"error: no dead letter {whom} numbered {', '.join(map(str, missing))}", file=sys.stderr)
+    return 1 if missing else 0
 
 
 def _replayed(letter: dead_letters.Letter) -> None:
@@ -278,6 +296,32 @@ def _plugins(args: argparse.Namespace) -> int:
         else:
             print(render(asyncio.run(list_plugins(where.database_url, org, registry))))
     return 0
+
+
+def _add_dlq_commands(commands: Any) -> None:  # argparse's subparsers action (a private type)
+    dlq = commands.add_parser(
+        "dlq", help="an organization's dead letters: list them, send them again, or drop them"
+    ).add_subparsers(dest="dlq_command", required=True, metavar="COMMAND")
+    dlq_list = dlq.add_parser("list", help="number, time, subject, reason and error of each, oldest first")
+    whose = dlq_list.add_mutually_exclusive_group(required=True)
+    whose.add_argument("--org", type=_text(SLUG_CHARS), help="organization slug")
+    whose.add_argument(
+        "--unowned", action="store_true", help="letters whose subject names no organization of this deployment"
+    )
+    dlq_list.add_argument(
+        "--json", action="store_true", help="JSON Lines, one object a letter, every field whole (for scripts)"
+    )
+    replay = dlq.add_parser(
+        "replay", help="publish the events again (once their cause is fixed), then drop the letters"
+    )
+    replay.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
+    replay.add_argument("sequences", nargs="*", type=int, metavar="NUMBER", help="letters to replay, as listed")
+    replay.add_argument("--all", action="store_true", help="every letter of the organization")
+    drop = dlq.add_parser("drop", help="delete letters that can never succeed, without sending them again")
+    owner = drop.add_mutually_exclusive_group(required=True)
+    owner.add_argument("--org", type=_text(SLUG_CHARS), help="organization slug")
+    owner.add_argument("--unowned", action="store_true", help="letters `dlq list --unowned` shows")
+    drop.add_argument("sequences", nargs="+", type=int, metavar="NUMBER", help="letters to drop, as listed")
 
 
 def parser() -> argparse.ArgumentParser:
@@ -348,24 +392,7 @@ def parser() -> argparse.ArgumentParser:
     listing = apikey.add_parser("list", help="list an organization's keys")
     listing.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
 
-    dlq = commands.add_parser(
-        "dlq", help="an organization's dead letters: list them, or send them again"
-    ).add_subparsers(dest="dlq_command", required=True, metavar="COMMAND")
-    dlq_list = dlq.add_parser("list", help="number, time, subject, reason and error of each, oldest first")
-    whose = dlq_list.add_mutually_exclusive_group(required=True)
-    whose.add_argument("--org", type=_text(SLUG_CHARS), help="organization slug")
-    whose.add_argument(
-        "--unowned", action="store_true", help="letters whose subject names no organization of this deployment"
-    )
-    dlq_list.add_argument(
-        "--json", action="store_true", help="JSON Lines, one object a letter, every field whole (for scripts)"
-    )
-    replay = dlq.add_parser(
-        "replay", help="publish the events again (once their cause is fixed), then drop the letters"
-    )
-    replay.add_argument("--org", required=True, type=_text(SLUG_CHARS), help="organization slug")
-    replay.add_argument("sequences", nargs="*", type=int, metavar="NUMBER", help="letters to replay, as listed")
-    replay.add_argument("--all", action="store_true", help="every letter of the organization")
+    _add_dlq_commands(commands)
 
     plugins = commands.add_parser("plugins", help="plugins by category, and an organization's choices").add_subparsers(
         dest="plugins_command", required=True, metavar="COMMAND"
