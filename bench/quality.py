@@ -37,7 +37,7 @@ K = 10
 CISI_NAMESPACE = uuid.UUID("3f2b8c1e-7a9d-4e5f-8b6a-1c2d3e4f5a6b")
 MODES = ("lexical", "semantic", "hybrid")
 REMEMBER_BATCH = 250
-REMEMBER_WAIT_ROUNDS = 20  # x the gateway's 30 s wait
+REMEMBER_WAIT_ROUNDS = 20  # x the gateway's 40 s wait
 
 
 def cisi_id(doc_id: str) -> uuid.UUID:

@@ -6,6 +6,7 @@ from pydantic import ValidationError
 from pydantic_settings import BaseSettings
 
 from cortex_aggregator.settings import AggregatorSettings
+from cortex_embedding.openai_settings import OpenAIEmbedderSettings
 from cortex_gateway.settings import GatewaySettings
 from cortex_indexer.settings import IndexerSettings
 from cortex_memory_plugins.mem0 import Mem0Settings
@@ -68,3 +69,10 @@ def test_the_usual_values_are_accepted(monkeypatch: pytest.MonkeyPatch) -> None:
     assert IndexerSettings().database_url.startswith("postgresql+asyncpg://")
     monkeypatch.setenv("CORTEX_MEM0_URL", "http://mem0:8000")
     assert Mem0Settings().url == "http://mem0:8000"
+
+
+def test_a_wait_outlasts_an_embedding_endpoints_whole_call() -> None:
+    """QA 47: both were 30 s, so a note sent with ?wait=true while the endpoint hung was a 504, though it was
+    indexed (lexical-only) a moment later."""
+    wait = GatewaySettings.model_fields["wait_timeout_seconds"].default
+    assert wait > OpenAIEmbedderSettings.model_fields["timeout_seconds"].default

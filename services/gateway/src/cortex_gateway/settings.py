@@ -31,7 +31,9 @@ class GatewaySettings(BaseSettings):
     host: ListenHost = "127.0.0.1"
     port: Port = 8080
     rpc_timeout_seconds: float = Field(default=5.0, gt=0, description="How long to wait for the aggregator.")
-    wait_timeout_seconds: float = Field(default=30.0, gt=0, description="Longest `?wait=true` for indexing.")
+    # Past the openai embedder's 30 s for a call: a note embedded while the endpoint hangs is indexed
+    # lexical-only once that time is up, and still answered 201 (QA 47: at 30 s it was always a 504).
+    wait_timeout_seconds: float = Field(default=40.0, gt=0, description="Longest `?wait=true` for indexing.")
     log_level: LogLevel = LogLevel.INFO
     trace_exporter: TraceExporter = Field(
         default=TraceExporter.NONE,
