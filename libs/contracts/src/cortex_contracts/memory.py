@@ -159,7 +159,9 @@ class RecallRequest(WireModel):
     )
 
 
-class RecalledEntry(WireModel):
+class StoredEntry(WireModel):
+    """A memory entry as stored (`GET /api/memory/entries/{id}`)."""
+
     id: UUID
     content: str
     partition: MemoryPartition
@@ -170,12 +172,15 @@ class RecalledEntry(WireModel):
     agent_run_id: str | None = None
     metadata: dict[str, Any] | None = None
     salience: float
+    created_at: datetime
+
+
+class RecalledEntry(StoredEntry):
     score: float = Field(
         description="Relevance in [0, 1] (0.3 × BM25 relative to the best lexical match + 0.7 × the cosine to the "
-        "query; BM25 alone without an embedder) plus 0.1 × (salience − 0.5). With the local model an entry about "
-        "something else scores about 0.2 or less."
+        "query, at least 0; BM25 alone without an embedder) plus 0.1 × (salience − 0.5). With the local model an "
+        "entry about something else scores about 0.2 or less."
     )
-    created_at: datetime
 
 
 # Agent memory kept outside Cortex (e.g. a mem0 server), read through `memory` plugins. What such a plugin

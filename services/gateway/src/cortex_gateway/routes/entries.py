@@ -5,7 +5,7 @@ import asyncio
 import uuid
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Path, Query
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
@@ -28,6 +28,7 @@ from cortex_contracts.memory import (
     Recalled,
     RecallRequest,
     ScopeName,
+    StoredEntry,
     check_tier_scope,
     derive_entry_id,
 )
@@ -95,6 +96,11 @@ def entry_id(caller: Caller, entry: EntryCreate) -> uuid.UUID:
 
 
 ENTRY_STORED = text("SELECT EXISTS (SELECT 1 FROM memory_entry WHERE organization_id = :org AND id = :id)")
+ENTRY = text("""
+SELECT id, content, partition::text AS partition, tier::text AS tier, work_id, memory_session_id, agent_id,
+       agent_run_id, metadata, salience, created_at
+FROM memory_entry WHERE organization_id = :org AND id = :id
+""")
 
 
 async def _exists(res: Resources, caller: Caller, id_: uuid.UUID) -> bool:
@@ -177,6 +183,28 @@ async def remember(
     if deduplicated:
         return JSONResponse({"id": str(id_), "deduplicated": True}, status_code=200)
     return JSONResponse({"id": str(id_), "deduplicated": False}, status_code=201)
+
+
+@router.get(
+    "/entries/{entry_id}",
+    response_model=StoredEntry,
+    response_model_by_alias=True,
+    response_model_exclude_none=True,
+    summary="One remembered entry",
+    responses={**ERRORS, 404: problem("No such entry, or not stored yet")},
+)
+async def get_entry(
+    caller: CallerDep,
+    res: ResourcesDep,
+    entry_id: Annotated[uuid.UUID, Path(description="The id `POST /api/memory/entries` answered with.")],
+) -> StoredEntry:
+    """Read here, as remembering checks an entry: an agent reads back what it remembered while the reads are
+    down. Before (QA 47) an entry's id led nowhere: no route showed one entry."""
+    async with org_transaction(res.sessions, caller.organization_id) as session:
+        row = (await session.execute(ENTRY, {"org": caller.organization_id, "id": entry_id})).first()
+    if row is None:
+        raise Problem(404, "No such entry: not remembered, or not stored yet (without ?wait=true it is stored soon).")
+    return StoredEntry.model_validate(row._asdict())
 
 
 @router.get(
