@@ -77,9 +77,8 @@ async def document_prior(
     """None when the event is stale (handled before, or not newer than the stored version); else the stored
     passages' embeddings by content hash (`cortex_document_prior`, migration 0013)."""
     # SQLAlchemy's pooled connections decode jsonb (and expect it encoded) as JSON text.
-    prior = await connection.fetchval(
-        PRIOR, consumer, event_id, organization_id, document_id, version, True
-    )  # True: with embeddings
+    with_embeddings = True  # the function's flag: every caller wants them now
+    prior = await connection.fetchval(PRIOR, consumer, event_id, organization_id, document_id, version, with_embeddings)
     return cast(dict[str, list[float]] | None, prior)
 
 

@@ -38,8 +38,9 @@ def upgrade() -> None:
     after = uuid.UUID(int=0)
     while rows := connection.execute(CLASSED, {"after": after, "n": BATCH}).all():
         after = rows[-1].id
-        changed = [{"id": row.id, "doc_class": folded(row.doc_class)} for row in rows]
-        changed = [change for change, row in zip(changed, rows, strict=True) if change["doc_class"] != row.doc_class]
+        changed = [
+            {"id": row.id, "doc_class": folded(row.doc_class)} for row in rows if folded(row.doc_class) != row.doc_class
+        ]
         if changed:
             connection.execute(SET_CLASS, changed)
     op.execute("ALTER TABLE kb_documents FORCE ROW LEVEL SECURITY")
