@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from cortex_embedding.batcher import BatchingEmbedder
+from cortex_embedding.errors import EmbeddingRejected
 
 
 class ModelFailed(RuntimeError):
@@ -337,3 +338,30 @@ async def test_with_two_streams_the_turns_of_a_long_request_run_at_once_and_come
 
     assert all(len(call) <= 4 for call in model.calls)
     assert sorted(text for call in model.calls for text in call) == sorted(long)
+
+
+class RefusingModel(FakeModel):
+    """Refuses any call holding a text with `x` in it, as an endpoint refuses one too long for its context."""
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        if any("x" in text for text in texts):
+            self.calls.append(list(texts))
+            raise EmbeddingRejected(400, "input too long for context")
+        return super().embed(texts)
+
+
+async def test_a_refused_call_is_made_again_per_request_so_only_the_refused_one_fails() -> None:
+    """QA 47: one text the endpoint refused made every request of its call lexical-only until the backfill."""
+    model = RefusingModel()
+    batcher = BatchingEmbedder(model)
+    try:
+        tasks = await queue_behind_busy_model(batcher, model, [["1"], ["2"], ["3 x"], ["4", "5"]])
+        model.release.set()
+        outcomes = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), timeout=5)
+    finally:
+        model.release.set()
+        await batcher.close()
+    assert outcomes[:2] == [vectors("1"), vectors("2")]
+    assert isinstance(outcomes[2], EmbeddingRejected)
+    assert outcomes[3] == vectors("4", "5")
+    assert model.calls == [["1"], ["3 x", "2", "4", "5"], ["2"], ["3 x"], ["4", "5"]]  # longest first

@@ -41,6 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cortex_embedding.embedder import Embedder
+from cortex_embedding.errors import EmbeddingRejected
 from cortex_embedding.slicing import padded_tokens
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,12 @@ class _Part:
     @property
     def texts(self) -> list[str]:
         return self.request.texts[self.start : self.end]
+
+
+def _fail(batch: list[_Part], exc: Exception) -> None:
+    for part in batch:
+        if not part.request.done.done():
+            part.request.done.set_exception(exc)
 
 
 @dataclass
@@ -226,10 +233,17 @@ class BatchingEmbedder:
             sorted_vectors = await asyncio.get_running_loop().run_in_executor(
                 None, caller.run, self.embedder.embed, [texts[i] for i in order]
             )
-        except Exception as exc:  # noqa: BLE001 — each waiting handler decides what a failure means
+        except EmbeddingRejected as exc:
+            if len(batch) == 1:
+                _fail(batch, exc)
+                return
+            # What the endpoint refuses may be one request's text (too long for its context, say): each request
+            # alone, so that the others are not indexed lexical-only for it (QA 47).
             for part in batch:
-                if not part.request.done.done():
-                    part.request.done.set_exception(exc)
+                await self._embed([part])
+            return
+        except Exception as exc:  # noqa: BLE001 — each waiting handler decides what a failure means
+            _fail(batch, exc)
             return
         vectors: list[list[float]] = [[] for _ in texts]
         for position, source in enumerate(order):
