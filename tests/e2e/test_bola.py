@@ -170,7 +170,7 @@ async def test_other_organizations_credentials_on_a_scope_and_ids_are_404(
             for request in requests:
                 response = await request
                 body = assert_problem(response, 404)
-                assert body["detail"] == "No such organization.", name
+                assert body["detail"] == "No such organization, or this credential is not one of its members.", name
                 assert_no_leak(response, world.secrets, echoed=(str(doc_id),))
     # Nothing B tried wrote anything into A.
     assert {item["id"] for item in (await a.member.get("/api/memory")).json()["items"]} == {

@@ -43,7 +43,10 @@ async def resources(request: Request) -> Resources:
     return found
 
 
-NOT_FOUND = "No such organization."
+# One answer for an organization that does not exist and one the credential is no member of (a key of another
+# organization's, or a garbled one): which of the two it is is not told. "No such organization." alone sent
+# an agent with a mistyped key to debug its slug (QA 48).
+NOT_FOUND = "No such organization, or this credential is not one of its members."
 
 
 async def _access(
