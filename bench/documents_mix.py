@@ -25,6 +25,7 @@ from cortex_extractors import detect_media_type, extract
 from cortex_extractors.media_types import TEXT_TYPES
 from cortex_extractors.samples import pdf_file
 from cortex_indexer import uploads
+from cortex_indexer.chunking import Chunk, chunk_document, file_name_passage
 
 KINDS = ("md", "pdf", "docx")
 PDF_LINE_CHARS = 90  # Helvetica 12 pt across a letter page with one-inch margins
@@ -43,7 +44,14 @@ class ExpectedText:
 
     title: str
     text: str
-    uploaded: bool  # True: published as a file (PDF, DOCX), False: as a markdown document
+    filename: str | None  # published as a file (PDF, DOCX) of that name; None: as a markdown document
+
+    def passages(self) -> list[Chunk]:
+        """The passages the indexer embeds: the text's, and an upload's file name's."""
+        chunks = chunk_document(self.title, self.text)
+        if self.filename is None:
+            return chunks
+        return chunks + file_name_passage(self.title, self.filename, ordinal=len(chunks))
 
 
 def _sections(body: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
@@ -114,10 +122,10 @@ def expected_text(path: Path) -> ExpectedText:
     media_type = detect_media_type(path.name, data)
     if media_type in TEXT_TYPES:  # the generator writes UTF-8 markdown, which the CLI publishes inline
         body = data.decode()
-        return ExpectedText(title_of(path, body), body, uploaded=False)
+        return ExpectedText(title_of(path, body), body, filename=None)
     extracted = extract(media_type, data, path.name)
     title = (extracted.title or path.stem or path.name)[: uploads.MAX_TITLE_CHARS]  # as uploads._title does
-    return ExpectedText(title, extracted.text, uploaded=True)
+    return ExpectedText(title, extracted.text, filename=path.name)
 
 
 def extract_all(files: list[MixedFile]) -> tuple[list[ExpectedText], float]:
@@ -129,6 +137,6 @@ def extract_all(files: list[MixedFile]) -> tuple[list[ExpectedText], float]:
 
 def document_id(options: IngestOptions, file: MixedFile, expected: ExpectedText) -> uuid.UUID:
     """The id the indexer gives the document made from this file."""
-    if expected.uploaded:
+    if expected.filename is not None:
         return upload_document_id(upload_id_for(options, file.path))
     return document_id_for(options, file.path)

@@ -12,7 +12,8 @@ organization holds exactly those N documents, and one search finds a document by
 With `--mix` the same documents are written as files, in turn markdown, PDF and DOCX
 (bench/documents_mix.py), and ingested as `cortex ingest` does: markdown inline, PDF and DOCX through
 the Object Store and `kb.<orgId>.upload.created`, so the indexer extracts them. The bare embedder gets
-the passages of the text this process extracted from the same files with the same extractors.
+the passages of the text this process extracted from the same files with the same extractors, and, as the
+indexer, each upload's file-name passage.
 
 The same run measures the bare embedder: this process loads the local model and embeds exactly the
 same passages (chunk_document(title, body) → embedding_input()) — once before the pipeline and once
@@ -418,7 +419,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.mix:
             files = documents_mix.write_files(Path(scratch), args.documents, args.seed, args.doc_bytes)
             expected, extraction_seconds = documents_mix.extract_all(files)
-            texts = [chunk.embedding_input() for e in expected for chunk in chunk_document(e.title, e.text)]
+            texts = [chunk.embedding_input() for e in expected for chunk in e.passages()]
             workload = mixed_files(files, expected)
             corpus: dict[str, Any] = {
                 "kinds": {kind: sum(file.kind == kind for file in files) for kind in documents_mix.KINDS},
