@@ -1,7 +1,7 @@
 """How many CPUs the indexer may keep busy: its affinity, bounded by its cgroup's CPU quota.
 
-`os.cpu_count()` sees the node: a pod limited to 2 CPUs on a 64-core node ran 64 model calls at once, each
-throttled by the quota, with 64 batches' worth of memory in flight.
+`os.cpu_count()` sees the node: a pod limited to 2 CPUs on a 64-core node would run 64 model calls at once,
+each throttled by the quota, with 64 batches' worth of memory in flight.
 """
 
 import math
