@@ -100,14 +100,22 @@ class RateLimit:
         self.burst = float(burst)
         self.buckets: dict[bytes, _Bucket] = {}
 
+    def _bucket(self, key: bytes, now: float) -> _Bucket:
+        """The credential's bucket, moved last: the dict runs from the least to the most recently used, and the
+        first goes when MAX_TRACKED are kept. Before (QA 48), all were cleared then: a flood of made-up
+        credentials gave every real one its burst again."""
+        bucket = self.buckets.pop(key, None)
+        if bucket is None:
+            if len(self.buckets) >= self.MAX_TRACKED:
+                del self.buckets[next(iter(self.buckets))]
+            bucket = _Bucket(self.burst, now)
+        self.buckets[key] = bucket
+        return bucket
+
     def _take(self, key: bytes) -> float:
         """0 when allowed, else seconds until a token is free."""
         now = time.monotonic()
-        bucket = self.buckets.get(key)
-        if bucket is None:
-            if len(self.buckets) >= self.MAX_TRACKED:
-                self.buckets.clear()
-            bucket = self.buckets[key] = _Bucket(self.burst, now)
+        bucket = self._bucket(key, now)
         bucket.tokens = min(self.burst, bucket.tokens + (now - bucket.updated) * self.rate)
         bucket.updated = now
         if bucket.tokens >= 1:
