@@ -25,7 +25,7 @@ from cortex_extractors import detect_media_type, extract
 from cortex_extractors.media_types import TEXT_TYPES
 from cortex_extractors.samples import pdf_file
 from cortex_indexer import uploads
-from cortex_indexer.chunking import Chunk, chunk_document, file_name_passage
+from cortex_indexer.chunking import Chunk, document_passages
 
 KINDS = ("md", "pdf", "docx")
 PDF_LINE_CHARS = 90  # Helvetica 12 pt across a letter page with one-inch margins
@@ -48,10 +48,7 @@ class ExpectedText:
 
     def passages(self) -> list[Chunk]:
         """The passages the indexer embeds: the text's, and an upload's file name's."""
-        chunks = chunk_document(self.title, self.text)
-        if self.filename is None:
-            return chunks
-        return chunks + file_name_passage(self.title, self.filename, ordinal=len(chunks))
+        return document_passages(self.title, self.text, filename=self.filename)
 
 
 def _sections(body: str) -> tuple[list[str], list[tuple[str, list[str]]]]:

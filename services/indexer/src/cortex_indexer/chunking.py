@@ -168,6 +168,13 @@ def chunk_document(title: str, body: str) -> list[Chunk]:
     return chunks or [Chunk(ordinal=0, heading=title, text="")]
 
 
+def document_passages(title: str, body: str | None, *, filename: str | None = None) -> list[Chunk]:
+    """What the indexer stores and embeds for a document: its body's passages (none for a body it could not
+    read: a failed upload), then an upload's file name (`file_name_passage`)."""
+    chunks = [] if body is None else chunk_document(title, body)
+    return chunks if filename is None else chunks + file_name_passage(title, filename, ordinal=len(chunks))
+
+
 def file_name_passage(title: str, filename: str, *, ordinal: int) -> list[Chunk]:
     """An uploaded file's name, as a passage under its title: its owner knows it by that name, and a file's
     own title (a template's, often) may be another's too (QA 47). None for a name of white space."""

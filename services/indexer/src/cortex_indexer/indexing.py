@@ -21,7 +21,7 @@ from cortex_contracts.uploads import UploadCreated
 from cortex_contracts.vector_store import VectorStore
 from cortex_embedding.errors import EmbeddingError
 from cortex_indexer import embedding_space, repository
-from cortex_indexer.chunking import Chunk, chunk_document, file_name_passage
+from cortex_indexer.chunking import Chunk, document_passages
 from cortex_indexer.embedding_space import EmbeddingSpace
 from cortex_indexer.outbox import OutboxRelay, stage
 from cortex_indexer.reports import report_message
@@ -195,9 +195,9 @@ async def index_document(
         known = await prior_embeddings(ctx, meta, doc.document_id, doc.version)
     if known is None:
         return None
-    chunks = [] if failure_reason else chunk_document(doc.title, body)
-    if upload is not None:
-        chunks += file_name_passage(doc.title, upload.filename, ordinal=len(chunks))
+    chunks = document_passages(
+        doc.title, None if failure_reason else body, filename=upload.filename if upload is not None else None
+    )
     embeddings = await _embed_changed(ctx, doc.document_id, chunks, known)
     try:
         return await _write(ctx, meta, doc, body, chunks, embeddings, upload, failure_reason)
